@@ -1,0 +1,31 @@
+"""skilltune: tune agent skills by evidence instead of by feel.
+
+The Python API comes first; the ``skilltune`` command is a thin layer over it.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0.dev0"
+
+from skilltune.errors import ScoringError, SkilltuneError, UsageError
+from skilltune.evaluate import EvalSummary, evaluate
+from skilltune.skill import Candidate, lint_candidate, load_skill
+from skilltune.smoke import smoke
+from skilltune.suite import Suite, Task, load_suite, validate_suite
+
+__all__ = [
+    "Candidate",
+    "EvalSummary",
+    "ScoringError",
+    "SkilltuneError",
+    "Suite",
+    "Task",
+    "UsageError",
+    "__version__",
+    "evaluate",
+    "lint_candidate",
+    "load_skill",
+    "load_suite",
+    "smoke",
+    "validate_suite",
+]

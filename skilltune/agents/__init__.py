@@ -1,0 +1,56 @@
+"""Target-agent backends, found through the ``skilltune.agents`` entry points."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from skilltune.agents.base import (
+    AgentBackend,
+    AgentOptions,
+    AgentRequest,
+    AgentResult,
+    AgentStatus,
+    BackendCheck,
+    Message,
+    Placement,
+)
+from skilltune.errors import UsageError
+from skilltune.plugins import Registry
+
+AGENTS: Registry[type[AgentBackend]] = Registry("skilltune.agents", "agent")
+
+__all__ = [
+    "AGENTS",
+    "AgentBackend",
+    "AgentOptions",
+    "AgentRequest",
+    "AgentResult",
+    "AgentStatus",
+    "BackendCheck",
+    "Message",
+    "Placement",
+    "get_backend",
+    "parse_agent_options",
+]
+
+
+def get_backend(name: str) -> AgentBackend:
+    return AGENTS.get(name)()
+
+
+def parse_agent_options(backend: AgentBackend, raw: dict[str, Any]) -> AgentOptions:
+    """Validate ``--agent-opt`` values against the backend's typed options."""
+    try:
+        return backend.parse_options(raw)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                known = ", ".join(sorted(backend.Options.model_fields))
+                lines.append(f"unknown agent option {key!r} for {backend.name} (known: {known})")
+            else:
+                lines.append(f"agent option {key}: {err['msg']} (got {err.get('input')!r})")
+        raise UsageError("\n".join(lines)) from None

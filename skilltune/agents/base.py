@@ -1,0 +1,146 @@
+"""The AgentBackend contract: one headless rollout of a target agent in a workspace."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+from skilltune.suite.model import Task
+
+AgentStatus = Literal["ok", "task_failed", "timeout", "infra_error"]
+Placement = Literal["native", "system", "prepend"]
+
+
+class AgentOptions(BaseModel):
+    """Options every backend understands. Unknown keys are refused (``extra="forbid"``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    effort: str | None = None
+    max_turns: PositiveInt | None = None
+    wall_limit_s: PositiveFloat = Field(default=600.0, description="wall-clock limit per rollout")
+    tools: list[str] | None = Field(default=None, description="restrict the agent's tools (difficulty lever)")
+    placement: Placement = "native"
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class Message(BaseModel):
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+
+
+class AgentRequest(BaseModel):
+    """Everything a backend needs for one rollout.
+
+    ``prompt`` is what the agent is given (the task prompt, with the skill in
+    front when placement is ``prepend``); ``system_prompt`` carries the skill
+    when placement is ``system``. ``candidate_hash`` is ``"noskill"`` for the
+    no-skill arm. ``log_dir`` is the rollout's record folder, for raw logs.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    task: Task
+    prompt: str
+    system_prompt: str | None = None
+    workspace: Path
+    log_dir: Path
+    candidate_hash: str
+    skill_name: str | None = None
+    seed: int = 0
+    replicate: int = 0
+    attempt: int = 0
+    options: AgentOptions
+
+
+class AgentResult(BaseModel):
+    """What a backend observed. A failed rollout is data here, never an exception.
+
+    ``status``: ``ok`` (the agent finished), ``task_failed`` (the agent itself
+    ended in failure: max turns, an error result), ``timeout`` (wall limit),
+    ``infra_error`` (auth, rate limit, overload, network, a crash before the
+    first model turn: retried, never scored). ``events`` is the raw event
+    stream; ``messages`` the agent's side of the conversation.
+    """
+
+    status: AgentStatus
+    final_text: str = ""
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    reason: str | None = None
+    log_tail: str = ""
+    exit_code: int | None = None
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    turns: int | None = None
+    output_file: Path | None = Field(default=None, exclude=True)
+
+
+class BackendCheck(BaseModel):
+    """What ``skilltune agents`` prints for one backend."""
+
+    name: str
+    installed: bool
+    version: str | None = None
+    executable: str | None = None
+    fix: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class AgentBackend(ABC):
+    """A target agent. Subclasses register through the ``skilltune.agents`` entry points.
+
+    ``native_skill_dir`` says where the agent discovers a skill folder
+    (relative to the workspace); ``native_files`` which single instruction
+    files it reads from the workspace root.
+    """
+
+    name: ClassVar[str]
+    Options: ClassVar[type[AgentOptions]] = AgentOptions
+    executable: ClassVar[str | None] = None
+    install_hint: ClassVar[str] = ""
+    native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
+
+    def native_skill_dir(self, skill_name: str) -> str:
+        return f".agents/skills/{skill_name}"
+
+    def parse_options(self, raw: dict[str, Any]) -> AgentOptions:
+        return self.Options.model_validate(raw)
+
+    def check(self) -> BackendCheck:
+        if self.executable is None:
+            return BackendCheck(name=self.name, installed=True, version="built-in")
+        path = shutil.which(self.executable)
+        if path is None:
+            return BackendCheck(
+                name=self.name, installed=False, fix=self.install_hint or f"install {self.executable}"
+            )
+        return BackendCheck(name=self.name, installed=True, executable=path, version=_version(path))
+
+    @abstractmethod
+    def run(self, request: AgentRequest) -> AgentResult: ...
+
+
+def _version(executable: str) -> str | None:
+    try:
+        out = subprocess.run(
+            [executable, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else None

@@ -1,0 +1,171 @@
+"""The mock agent: deterministic, no model, for tests, demos and benchmarks.
+
+It reads skill-trainer's mock fields on each task:
+
+- ``requires``: rule ids. A rule is satisfied when its normalised id or one of
+  its ``match`` phrases occurs in the normalised skill text, or when a single
+  skill line matches every regex of its ``match_regex`` group (case-insensitive).
+- ``failure_hints``: the symptom printed for each missing rule.
+- ``noise``: probability that one satisfied rule flips to missing; with empty
+  ``requires`` the task fails with that probability (pure noise).
+
+Extensions for benchmarks: ``forbids`` (phrases; a skill containing one fails the
+task with probability ``forbid_penalty``, default 1), ``p_follow`` (each
+satisfied rule is followed with this probability), ``mock_writes`` (files the
+agent writes into its workspace when it solves the task) and
+``mock_infra_errors`` (the first N attempts end in ``infra_error``).
+
+Randomness is seeded on (task id, replicate, run seed, candidate hash), so two
+skills get independent noise as real agents do; option ``crn`` drops the
+candidate hash (common random numbers across arms).
+
+Output: a header line, ``PASS:<rule>`` per satisfied rule, ``SYMPTOM: <hint>``
+per missing rule, ``RESULT: solved|unsolved`` — skill-trainer's mock suites
+score unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import time
+from typing import Any, ClassVar
+
+from pydantic import Field, NonNegativeFloat
+
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.suite.model import Task
+
+DEFAULT_HINT = "the response failed one of the task requirements"
+DEFAULT_FORBID_HINT = "the agent followed advice that does not fit this task"
+
+
+class MockOptions(AgentOptions):
+    crn: bool = Field(default=False, description="common random numbers: same noise for every skill")
+    sleep_s: NonNegativeFloat = Field(default=0.0, description="stand-in latency per rollout (benchmarks)")
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def _rng(*parts: object) -> random.Random:
+    material = "|".join(str(p) for p in parts).encode("utf-8")
+    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
+
+
+class MockAgent(AgentBackend):
+    name = "mock"
+    Options = MockOptions
+    native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md", "CLAUDE.md")
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        options = request.options
+        assert isinstance(options, MockOptions)
+        task = request.task
+        if options.sleep_s:
+            time.sleep(options.sleep_s)
+        if request.attempt < int(task.field("mock_infra_errors", 0) or 0):
+            return AgentResult(
+                status="infra_error",
+                reason="mock: scripted infra error (HTTP 529 overloaded)",
+                events=[{"type": "error", "status": 529}],
+            )
+        skill_text = self._skill_text(request)
+        seed_parts: list[object] = [task.id, request.replicate, request.seed]
+        if not options.crn:
+            seed_parts.append(request.candidate_hash)
+        rng = _rng(*seed_parts)
+        output, solved = run_mock_rules(
+            task,
+            skill_text,
+            rng,
+            header=(f"MOCK ROLLOUT task={task.id} seed={request.seed} replicate={request.replicate}"),
+        )
+        if solved:
+            for rel, text in (task.field("mock_writes") or {}).items():
+                target = request.workspace / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(str(text), encoding="utf-8")
+        events: list[dict[str, Any]] = [
+            {"type": "init", "agent": "mock", "skill_chars": len(skill_text), "placement": options.placement},
+            {"type": "message", "role": "assistant", "text": output},
+            {"type": "result", "solved": solved, "turns": 1},
+        ]
+        return AgentResult(
+            status="ok",
+            final_text=output,
+            events=events,
+            messages=[Message(role="assistant", content=output)],
+            model=options.model or "mock",
+            tokens_in=max(1, len(request.prompt) // 4 + len(skill_text) // 4),
+            tokens_out=max(1, len(output) // 4),
+            cost_usd=0.0,
+            turns=1,
+            exit_code=0,
+        )
+
+    def _skill_text(self, request: AgentRequest) -> str:
+        """What the agent would have read of the skill, given its placement."""
+        placement = request.options.placement
+        if placement == "system":
+            return request.system_prompt or ""
+        if placement == "prepend":
+            return request.prompt.replace(request.task.prompt, "")
+        parts = []
+        if request.skill_name:
+            folder = request.workspace / self.native_skill_dir(request.skill_name)
+            parts += [p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.md")) if p.is_file()]
+        parts += [
+            (request.workspace / name).read_text(encoding="utf-8")
+            for name in self.native_files
+            if (request.workspace / name).is_file()
+        ]
+        return "\n".join(parts)
+
+
+def run_mock_rules(task: Task, skill_text: str, rng: random.Random, header: str) -> tuple[str, bool]:
+    """The mock's decision for one task and skill text: (output, solved)."""
+    requires = [str(r) for r in task.field("requires", []) or []]
+    hints: dict[str, str] = task.field("failure_hints", {}) or {}
+    match: dict[str, list[str]] = task.field("match", {}) or {}
+    match_regex: dict[str, list[str]] = task.field("match_regex", {}) or {}
+    noise = float(task.field("noise", 0.0) or 0.0)
+    p_follow = float(task.field("p_follow", 1.0) if task.field("p_follow") is not None else 1.0)
+    norm_skill = normalise(skill_text)
+    lines = skill_text.splitlines()
+
+    def satisfied_by_skill(rule: str) -> bool:
+        phrases = [rule, *match.get(rule, [])]
+        if any(normalise(p) and normalise(p) in norm_skill for p in phrases):
+            return True
+        regexes = match_regex.get(rule, [])
+        return bool(regexes) and any(
+            all(re.search(rx, line, re.IGNORECASE) for rx in regexes) for line in lines
+        )
+
+    satisfied = [r for r in requires if satisfied_by_skill(r)]
+    missing = [r for r in requires if r not in satisfied]
+    if p_follow < 1.0:
+        followed = [r for r in satisfied if rng.random() < p_follow]
+        missing += [r for r in satisfied if r not in followed]
+        satisfied = followed
+    if noise > 0 and satisfied and rng.random() < noise:
+        missing.append(satisfied.pop(rng.randrange(len(satisfied))))
+
+    symptoms = [hints.get(r, DEFAULT_HINT) for r in missing]
+    forbids = [str(f) for f in task.field("forbids", []) or []]
+    penalty = float(task.field("forbid_penalty", 1.0) if task.field("forbid_penalty") is not None else 1.0)
+    forbidden = any(normalise(f) and normalise(f) in norm_skill for f in forbids)
+    forbid_hit = forbidden and rng.random() < penalty
+    if forbid_hit:
+        symptoms.append(str(task.field("forbid_hint") or DEFAULT_FORBID_HINT))
+
+    if requires:
+        solved = not missing and not forbid_hit
+    else:
+        solved = not (noise > 0 and rng.random() < noise) and not forbid_hit
+    out = [header, *(f"PASS:{r}" for r in satisfied), *(f"SYMPTOM: {s}" for s in symptoms)]
+    out.append(f"RESULT: {'solved' if solved else 'unsolved'}")
+    return "\n".join(out) + "\n", solved

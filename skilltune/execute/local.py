@@ -1,0 +1,44 @@
+"""Local executor: a bounded pool of worker threads, one rollout each.
+
+Threads suffice: a rollout's time is spent in the agent's own process (or, for
+the mock, in microseconds of Python); the harness work per rollout is small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from skilltune.rollout import RolloutJob, RolloutRecord, RolloutRunner
+
+
+class LocalExecutor:
+    def __init__(self, workers: int = 4) -> None:
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.workers = workers
+
+    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Iterator[RolloutRecord]:
+        if self.workers == 1:
+            for job in jobs:
+                yield runner.run(job)
+            return
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="skilltune-rollout")
+        pending: set[Future[RolloutRecord]] = set()
+        queue = iter(jobs)
+        try:
+            for job in queue:
+                pending.add(pool.submit(runner.run, job))
+                if len(pending) >= self.workers * 2:
+                    break
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(runner.run, nxt))
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)

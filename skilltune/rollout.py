@@ -1,0 +1,293 @@
+"""One rollout: workspace -> agent -> score -> RolloutRecord on disk.
+
+Layout, everywhere: ``<out>/rollouts/<phase>/<cand12>/<safe-id>_r<k>/`` with
+``record.json`` (written last: its presence marks the rollout finished),
+``conversation.json``, ``events.jsonl``, ``diff.patch``, ``output.txt`` and,
+only when the rollout was scored, ``score.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.errors import ScoringError, SkilltuneError
+from skilltune.score.base import Score
+from skilltune.skill import Candidate
+from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
+from skilltune.suite import Suite, Task, safe_id
+from skilltune.workspace import Workspace, place_skill
+
+RECORD_SCHEMA_VERSION = 1
+NO_SKILL = "noskill"
+Phase = Literal["train", "screen", "gate", "test", "eval"]
+RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed"]
+SCORED_STATUSES = ("ok", "task_failed", "timeout")
+_SUMMARY_DIFF_CHARS = 4000
+
+
+class RolloutFiles(BaseModel):
+    conversation: str = "conversation.json"
+    events: str = "events.jsonl"
+    diff: str = "diff.patch"
+    output: str = "output.txt"
+    score: str | None = "score.json"
+
+
+class RolloutRecord(BaseModel):
+    """The outcome of one rollout (record.json).
+
+    Invariants: ``score`` is set iff ``status`` is ok, task_failed or timeout;
+    ``infra_error`` and ``crashed`` are never task failures and are never scored;
+    ``candidate`` is the full candidate hash or ``"noskill"``.
+    """
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    task_id: str
+    split: str
+    phase: Phase
+    replicate: int
+    seed: int
+    candidate: str
+    agent: str
+    model: str | None = None
+    options_hash: str
+    task_hash: str
+    status: RolloutStatus
+    reason: str | None = None
+    score: Score | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    turns: int | None = None
+    wall_s: float
+    attempts: int = 1
+    started_at: str
+    files: RolloutFiles = Field(default_factory=RolloutFiles)
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None
+
+
+@dataclass(frozen=True)
+class RolloutJob:
+    """What to run: a task, under a candidate (None = no skill), as replicate k."""
+
+    task: Task
+    phase: Phase
+    candidate: Candidate | None
+    replicate: int
+    seed: int
+
+    @property
+    def cand12(self) -> str:
+        return self.candidate.short if self.candidate else NO_SKILL
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff with jitter for infra errors (never for task failures)."""
+
+    max_attempts: int = 4
+    base_s: float = 2.0
+    cap_s: float = 60.0
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        return float(min(self.cap_s, self.base_s * 2**attempt) * (0.5 + rng.random() / 2))
+
+
+def rollout_dir(out: Path, job: RolloutJob) -> Path:
+    return out / "rollouts" / job.phase / job.cand12 / f"{safe_id(job.task.id)}_r{job.replicate}"
+
+
+def load_record(folder: Path) -> RolloutRecord | None:
+    path = folder / "record.json"
+    if not path.is_file():
+        return None
+    return RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class RolloutRunner:
+    """Runs rollout jobs of one suite with one agent backend into ``out``."""
+
+    suite: Suite
+    backend: AgentBackend
+    options: AgentOptions
+    out: Path
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    keep_workspaces: bool = False
+    # Called with the finished baseline, before the agent starts (smoke's leak audit).
+    on_baseline: Callable[[RolloutJob, Path], None] | None = None
+
+    @property
+    def options_hash(self) -> str:
+        return sha256_text(
+            canonical_json({"agent": self.backend.name, **self.options.model_dump(mode="json")})
+        )
+
+    def run(self, job: RolloutJob) -> RolloutRecord:
+        folder = rollout_dir(self.out, job)
+        if folder.exists():
+            shutil.rmtree(folder)  # a partial rollout from a killed process: start it over
+        folder.mkdir(parents=True)
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        t0 = time.monotonic()
+        jitter = random.Random(f"{job.task.id}|{job.replicate}|{job.seed}|{job.cand12}|retry")
+        result: AgentResult | None = None
+        workspace: Workspace | None = None
+        prompt = job.task.prompt
+        crash: str | None = None
+        attempts = 0
+        harness_failures = 0
+        while attempts < self.retry.max_attempts:
+            attempts += 1
+            if workspace is not None:
+                workspace.cleanup()
+            workspace = Workspace.create(safe_id(job.task.id), forbidden=[self.suite.root, self.out])
+            try:
+                result, prompt = self._attempt(job, workspace, attempts - 1)
+                crash = None
+            except SkilltuneError:
+                workspace.cleanup()
+                raise
+            except Exception:
+                harness_failures += 1
+                crash = traceback.format_exc(limit=6)
+                result = None
+                if harness_failures >= 2:
+                    break
+                continue
+            if result.status != "infra_error" or attempts >= self.retry.max_attempts:
+                break
+            time.sleep(self.retry.delay(attempts - 1, jitter))
+        assert workspace is not None
+        try:
+            return self._finish(job, folder, workspace, result, prompt, crash, attempts, started, t0)
+        finally:
+            if not self.keep_workspaces:
+                workspace.cleanup()
+
+    def _attempt(self, job: RolloutJob, workspace: Workspace, attempt: int) -> tuple[AgentResult, str]:
+        self.suite.prepare(job.task, workspace.path)
+        placed = place_skill(
+            job.candidate, workspace.path, self.backend, self.options.placement, job.task.prompt
+        )
+        workspace.commit_baseline()
+        if self.on_baseline is not None:
+            self.on_baseline(job, workspace.path)
+        request = AgentRequest(
+            task=job.task,
+            prompt=placed.prompt,
+            system_prompt=placed.system_prompt,
+            workspace=workspace.path,
+            log_dir=rollout_dir(self.out, job),
+            candidate_hash=job.candidate.hash if job.candidate else NO_SKILL,
+            skill_name=job.candidate.name if job.candidate else None,
+            seed=job.seed,
+            replicate=job.replicate,
+            attempt=attempt,
+            options=self.options,
+        )
+        return self.backend.run(request), placed.prompt
+
+    def _finish(
+        self,
+        job: RolloutJob,
+        folder: Path,
+        workspace: Workspace,
+        result: AgentResult | None,
+        prompt: str,
+        crash: str | None,
+        attempts: int,
+        started: str,
+        t0: float,
+    ) -> RolloutRecord:
+        status: RolloutStatus
+        reason: str | None
+        if result is None:
+            status, reason = "crashed", f"the harness lost this rollout twice:\n{crash}"
+            result = AgentResult(status="infra_error", reason=reason)
+        else:
+            status, reason = result.status, result.reason
+        diff = workspace.diff() if crash is None else ""
+        output_file = folder / "output.txt"
+        write_text(output_file, result.final_text)
+        result.output_file = output_file
+        if not (workspace.path / "output.txt").exists():
+            # skill-trainer rubrics read <workdir>/output.txt; written after the diff, so not part of it.
+            (workspace.path / "output.txt").write_text(result.final_text, encoding="utf-8")
+        score: Score | None = None
+        if status in SCORED_STATUSES:
+            try:
+                score = self.suite.scorer(job.task).score(job.task, workspace.path, result)
+            except ScoringError as exc:
+                status, reason = "scoring_error", str(exc)
+            except Exception as exc:
+                status, reason = "scoring_error", f"the scorer raised {type(exc).__name__}: {exc}"
+        write_jsonl(folder / "events.jsonl", result.events)
+        write_text(folder / "diff.patch", diff)
+        write_json(folder / "conversation.json", _conversation(prompt, result, status, reason, score, diff))
+        if score is not None:
+            write_json(folder / "score.json", score.file_json())
+        record = RolloutRecord(
+            task_id=job.task.id,
+            split=job.task.split,
+            phase=job.phase,
+            replicate=job.replicate,
+            seed=job.seed,
+            candidate=job.candidate.hash if job.candidate else NO_SKILL,
+            agent=self.backend.name,
+            model=result.model or self.options.model,
+            options_hash=self.options_hash,
+            task_hash=self.suite.task_hash(job.task),
+            status=status,
+            reason=reason,
+            score=score,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            cost_usd=result.cost_usd,
+            cost_estimated=result.cost_estimated,
+            turns=result.turns,
+            wall_s=round(time.monotonic() - t0, 3),
+            attempts=attempts,
+            started_at=started,
+            files=RolloutFiles(score="score.json" if score is not None else None),
+        )
+        write_json(folder / "record.json", record)
+        return record
+
+
+def _conversation(
+    prompt: str, result: AgentResult, status: str, reason: str | None, score: Score | None, diff: str
+) -> list[dict[str, Any]]:
+    """user: the task as given; assistant: the agent's side; system: the harness's summary.
+
+    No reference answer goes in here: the summary has the score's numbers, not its checks.
+    """
+    messages = [Message(role="user", content=prompt), *result.messages]
+    if not result.messages and result.final_text:
+        messages.append(Message(role="assistant", content=result.final_text))
+    lines = [f"status: {status}" + (f" ({reason})" if reason else "")]
+    if score is not None:
+        lines.append(f"score: hard={score.hard} soft={score.soft:.3f} mixed={score.mixed:.3f}")
+    changed = sum(1 for line in diff.splitlines() if line.startswith("diff --git "))
+    lines.append(f"the agent changed {changed} file(s)" if changed else "the agent changed no files")
+    if diff:
+        shown = diff[:_SUMMARY_DIFF_CHARS]
+        lines.append(shown + ("\n[diff truncated]" if len(diff) > len(shown) else ""))
+    messages.append(Message(role="system", content="\n".join(lines)))
+    return [json.loads(m.model_dump_json()) for m in messages]

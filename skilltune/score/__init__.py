@@ -1,0 +1,25 @@
+"""Scorers: one class per scoring mode, found through the ``skilltune.scorers`` entry points."""
+
+from __future__ import annotations
+
+from skilltune.score.base import (
+    SCORE_SCHEMA_VERSION,
+    Score,
+    Scorer,
+    make_score,
+    require_same_contract,
+    score_from_mapping,
+)
+from skilltune.score.registry import register_scorer, scorer_class, scoring_modes
+
+__all__ = [
+    "SCORE_SCHEMA_VERSION",
+    "Score",
+    "Scorer",
+    "make_score",
+    "register_scorer",
+    "require_same_contract",
+    "score_from_mapping",
+    "scorer_class",
+    "scoring_modes",
+]

@@ -1,0 +1,285 @@
+"""Skills and candidates.
+
+A skill is a folder with ``SKILL.md`` (YAML front matter ``name`` and
+``description``, then a markdown body) plus optional supporting files, or a
+single instruction file (AGENTS.md, CLAUDE.md, a system prompt). Either way it
+becomes a *candidate*: ``{relative path: text}``, identified by the sha256 of
+its sorted items. Everything that stores or caches a skill keys on that hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import yaml
+
+from skilltune.errors import UsageError
+from skilltune.store import canonical_json, iter_tree, write_text
+
+SKILL_FILE = "SKILL.md"
+NAME_MAX = 64
+DESCRIPTION_MAX = 1024
+BODY_MAX_LINES = 500
+MAX_SKILL_BYTES = 2_000_000
+_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_LINK_RE = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_PROTECTED_OPEN = re.compile(r"<!--\s*PROTECTED:([A-Za-z0-9_.-]+)\s*-->")
+_PROTECTED_CLOSE = re.compile(r"<!--\s*/PROTECTED\s*-->")
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    data: dict[str, Any] | None  # None: no front matter block
+    body: str
+    body_line: int  # 1-based line of the body's first line in the file
+    error: str | None = None
+
+
+def split_front_matter(text: str) -> FrontMatter:
+    """Split ``---``-fenced YAML front matter from the body."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return FrontMatter(None, text, 1)
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            raw = "".join(lines[1:i])
+            body = "".join(lines[i + 1 :])
+            try:
+                data = yaml.safe_load(raw) if raw.strip() else {}
+            except yaml.YAMLError as exc:
+                return FrontMatter({}, body, i + 2, f"front matter is not valid YAML: {exc}")
+            if not isinstance(data, dict):
+                return FrontMatter(
+                    {}, body, i + 2, "front matter must be a YAML mapping (name: ..., description: ...)"
+                )
+            return FrontMatter(data, body, i + 2)
+    return FrontMatter({}, text, 1, "front matter opened with '---' is never closed")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A skill version: ``files`` maps relative POSIX paths to text.
+
+    ``main`` is the file the agent loads (SKILL.md, or the single instruction
+    file); ``kind`` says which form the skill takes. The content hash covers
+    ``files`` only.
+    """
+
+    files: Mapping[str, str]
+    main: str = SKILL_FILE
+    kind: Literal["folder", "file"] = "folder"
+    fallback_name: str = field(default="skill", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.main not in self.files:
+            raise UsageError(f"candidate has no {self.main} (files: {', '.join(sorted(self.files))})")
+
+    @cached_property
+    def hash(self) -> str:
+        return hashlib.sha256(canonical_json(sorted(self.files.items())).encode("utf-8")).hexdigest()
+
+    @property
+    def short(self) -> str:
+        return self.hash[:12]
+
+    @property
+    def text(self) -> str:
+        return self.files[self.main]
+
+    @cached_property
+    def front_matter(self) -> FrontMatter:
+        return split_front_matter(self.text)
+
+    @property
+    def name(self) -> str:
+        data = self.front_matter.data or {}
+        name = data.get("name")
+        return name if isinstance(name, str) and _NAME_RE.match(name) else self.fallback_name
+
+    @property
+    def description(self) -> str:
+        data = self.front_matter.data or {}
+        value = data.get("description")
+        return value if isinstance(value, str) else ""
+
+    def replace_file(self, path: str, text: str) -> Candidate:
+        files = dict(self.files)
+        files[path] = text
+        return Candidate(files, self.main, self.kind, self.fallback_name)
+
+    def write(self, folder: Path) -> None:
+        """Write the candidate's files under ``folder`` (a skill folder, or the file's folder)."""
+        for rel, text in self.files.items():
+            write_text(folder / rel, text)
+
+
+def load_skill(path: Path | str) -> Candidate:
+    """Read a skill folder or single instruction file; raise UsageError with the fix when unusable."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such skill: give a folder with SKILL.md or an instruction file")
+    if path.is_dir():
+        if not (path / SKILL_FILE).is_file():
+            raise UsageError(
+                f"{path}: no {SKILL_FILE}: a skill folder needs SKILL.md with front matter (name, description)"
+            )
+        files: dict[str, str] = {}
+        total = 0
+        for file in iter_tree(path):
+            rel = file.relative_to(path).as_posix()
+            files[rel] = _read_text(file)
+            total += len(files[rel])
+        if total > MAX_SKILL_BYTES:
+            raise UsageError(
+                f"{path}: the skill holds {total} bytes of text; keep it under {MAX_SKILL_BYTES}"
+            )
+        candidate = Candidate(files, SKILL_FILE, "folder", fallback_name=_slug(path.resolve().name))
+        errors = [i for i in lint_candidate(candidate) if i.severity == "error" and i.kind == "front-matter"]
+        if errors:
+            raise UsageError("\n".join(f"{path / str(i)}" for i in errors))
+        return candidate
+    text = _read_text(path)
+    return Candidate({path.name: text}, path.name, "file", fallback_name=_slug(path.stem))
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"{file}: not UTF-8 text; skills are tuned as text, so keep binary assets out of the skill folder"
+        ) from None
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug[:NAME_MAX] or "skill"
+
+
+@dataclass(frozen=True)
+class LintIssue:
+    file: str
+    line: int | None
+    message: str
+    severity: Literal["error", "warning"] = "error"
+    kind: str = "lint"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+def lint_candidate(candidate: Candidate) -> list[LintIssue]:
+    """Front matter, body size, links to files that exist, well-formed protected blocks."""
+    issues: list[LintIssue] = []
+    main = candidate.main
+    fm = candidate.front_matter
+
+    def issue(
+        message: str,
+        line: int | None = None,
+        *,
+        kind: str = "lint",
+        severity: Literal["error", "warning"] = "error",
+    ) -> None:
+        issues.append(LintIssue(main, line, message, severity, kind))
+
+    if candidate.kind == "folder" or fm.data is not None:
+        if fm.error:
+            issue(fm.error, 1, kind="front-matter")
+        elif fm.data is None:
+            issue(
+                "no front matter: start SKILL.md with ---, name: ..., description: ..., ---",
+                1,
+                kind="front-matter",
+            )
+        else:
+            _lint_front_matter(fm.data, issue)
+    body_lines = fm.body.splitlines()
+    if len(body_lines) > BODY_MAX_LINES:
+        issue(
+            f"body is {len(body_lines)} lines; keep it under {BODY_MAX_LINES} and move detail into linked files",
+            fm.body_line,
+        )
+    base = PurePosixPath(main).parent
+    for offset, line in enumerate(body_lines):
+        for target in _LINK_RE.findall(line):
+            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("#"):
+                continue
+            rel = target.split("#", 1)[0]
+            if not rel:
+                continue
+            resolved = _normalise(base / rel)
+            if resolved is None or not any(
+                f == resolved or f.startswith(resolved + "/") for f in candidate.files
+            ):
+                issue(f"links to {rel!r}, which is not in the skill", fm.body_line + offset)
+    issues += _lint_protected(candidate.text, main)
+    return issues
+
+
+def _lint_front_matter(data: dict[str, Any], issue: Any) -> None:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        issue("front matter has no 'name'", 1, kind="front-matter")
+    elif len(name) > NAME_MAX or not _NAME_RE.match(name):
+        issue(
+            f"name {name!r} must be at most {NAME_MAX} characters of a-z, 0-9 and '-'", 1, kind="front-matter"
+        )
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        issue(
+            "front matter has no 'description' (what the skill does and when to use it)",
+            1,
+            kind="front-matter",
+        )
+    elif len(description) > DESCRIPTION_MAX:
+        issue(
+            f"description is {len(description)} characters; keep it within {DESCRIPTION_MAX}",
+            1,
+            kind="front-matter",
+        )
+
+
+def _normalise(path: PurePosixPath) -> str | None:
+    parts: list[str] = []
+    for part in path.parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
+def _lint_protected(text: str, main: str) -> list[LintIssue]:
+    issues = []
+    open_name: str | None = None
+    open_line = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        opened = _PROTECTED_OPEN.search(line)
+        closed = _PROTECTED_CLOSE.search(line)
+        if opened:
+            if open_name is not None:
+                issues.append(
+                    LintIssue(main, number, f"PROTECTED:{opened.group(1)} opens inside PROTECTED:{open_name}")
+                )
+            open_name, open_line = opened.group(1), number
+        elif closed:
+            if open_name is None:
+                issues.append(LintIssue(main, number, "<!-- /PROTECTED --> closes no block"))
+            open_name = None
+    if open_name is not None:
+        issues.append(
+            LintIssue(main, open_line, f"PROTECTED:{open_name} is never closed with <!-- /PROTECTED -->")
+        )
+    return issues

@@ -1,0 +1,181 @@
+"""The Suite: tasks by split, its config, scorers, and the hashes that pin it down."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from skilltune.errors import UsageError
+from skilltune.store import canonical_json, iter_tree
+from skilltune.suite.model import SPLITS, SuiteConfig, Task
+
+if TYPE_CHECKING:
+    from skilltune.score.base import Scorer
+
+# Strings shorter than this are too common to call a leak when found in a workspace.
+_MIN_REFERENCE_LEN = 8
+
+
+def _digest_update(digest: Any, name: str, data: bytes) -> None:
+    """Frame each item (name, length, bytes) so concatenations cannot collide."""
+    digest.update(name.encode("utf-8") + b"\0" + str(len(data)).encode() + b"\0")
+    digest.update(data)
+
+
+def load_module(path: Path, prefix: str) -> ModuleType:
+    """Import a suite's Python file under a unique module name (no sys.path changes)."""
+    name = f"{prefix}_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+class Suite(ABC):
+    """A loaded, valid task suite.
+
+    ``root`` is the folder that holds the suite (for a Python env: the module's
+    folder); ``contract_hash`` pins the scoring contract, ``content_hash`` the
+    whole suite (prompts and files included). Both are computed once.
+    """
+
+    kind: str
+
+    def __init__(self, source: Path, root: Path, config: SuiteConfig, splits: dict[str, list[Task]]):
+        self.source = source
+        self.root = root
+        self.config = config
+        self.splits = splits
+        self._by_id = {t.id: t for tasks in splits.values() for t in tasks}
+        self._scorers: dict[str, Scorer] = {}
+        self._rubric: ModuleType | None = None
+
+    @property
+    def name(self) -> str:
+        configured = (self.config.model_extra or {}).get("name")
+        return str(configured) if configured else self.root.resolve().name
+
+    def tasks(self, split: str) -> list[Task]:
+        if split not in SPLITS:
+            raise UsageError(f"unknown split {split!r}: use train, val or test")
+        tasks = self.splits.get(split) or []
+        if not tasks:
+            raise UsageError(f"{self.source}: the suite has no {split} tasks ({split}.jsonl)")
+        return tasks
+
+    def has_split(self, split: str) -> bool:
+        return bool(self.splits.get(split))
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise UsageError(f"{self.source}: no task with id {task_id!r}") from None
+
+    def all_tasks(self) -> list[Task]:
+        return [t for split in SPLITS for t in self.splits.get(split, [])]
+
+    # --- hashes -----------------------------------------------------------------------------
+    @abstractmethod
+    def contract_files(self) -> list[tuple[str, Path]]:
+        """(name, path) of every file in the scoring contract, in a fixed order."""
+
+    @cached_property
+    def contract_hash(self) -> str:
+        """sha256 over the contract files and the scoring fields of every task."""
+        digest = hashlib.sha256()
+        for name, path in self.contract_files():
+            _digest_update(digest, name, path.read_bytes())
+        scoring = [[t.split, t.id, t.scoring] for t in sorted(self.all_tasks(), key=_task_key)]
+        _digest_update(digest, "tasks.scoring", canonical_json(scoring).encode("utf-8"))
+        return digest.hexdigest()
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 over everything that defines the suite; a change here ends a training run."""
+        digest = hashlib.sha256()
+        _digest_update(digest, "contract", self.contract_hash.encode())
+        for name, path in self.content_files():
+            _digest_update(digest, name, path.read_bytes())
+        tasks = [[t.split, t.as_json()] for t in sorted(self.all_tasks(), key=_task_key)]
+        _digest_update(digest, "tasks", canonical_json(tasks).encode("utf-8"))
+        return digest.hexdigest()
+
+    def content_files(self) -> list[tuple[str, Path]]:
+        return [(p.relative_to(self.root).as_posix(), p) for p in iter_tree(self.root)]
+
+    def task_hash(self, task: Task) -> str:
+        """sha256 of one task: its object and the content of the files it brings."""
+        digest = hashlib.sha256()
+        _digest_update(digest, "task", canonical_json(task.as_json()).encode("utf-8"))
+        for name, path in self.task_files(task):
+            _digest_update(digest, name, path.read_bytes())
+        return digest.hexdigest()
+
+    def task_files(self, task: Task) -> list[tuple[str, Path]]:
+        return []
+
+    # --- workspaces and scoring -------------------------------------------------------------
+    @abstractmethod
+    def prepare(self, task: Task, workspace: Path) -> None:
+        """Put the task's starting state into ``workspace`` (and nothing else)."""
+
+    @abstractmethod
+    def scoring_mode(self, task: Task) -> str: ...
+
+    def scorer(self, task: Task) -> Scorer:
+        from skilltune.score.registry import scorer_class
+
+        mode = self.scoring_mode(task)
+        if mode not in self._scorers:
+            cls = scorer_class(mode)
+            if cls is None:
+                raise UsageError(f"{self.source}: task {task.id} uses unknown scoring mode {mode!r}")
+            self._scorers[mode] = cls(self)
+        return self._scorers[mode]
+
+    def rubric_module(self) -> ModuleType:
+        if self._rubric is None:
+            self._rubric = load_module(self.root / "rubric.py", "skilltune_rubric")
+        return self._rubric
+
+    # --- leakage ----------------------------------------------------------------------------
+    def reference_strings(self, task: Task) -> list[str]:
+        """Text that must never appear in a workspace: the suite's path and scoring values."""
+        found = [str(self.root.resolve())]
+        found += [s for s in _strings(task.scoring) if len(s) >= _MIN_REFERENCE_LEN]
+        return found
+
+    def reference_hashes(self) -> set[str]:
+        """sha256 of every contract file: a workspace file with one of these is a leak."""
+        return {hashlib.sha256(p.read_bytes()).hexdigest() for _, p in self.contract_files()}
+
+
+def _task_key(task: Task) -> tuple[int, str]:
+    return (SPLITS.index(task.split) if task.split in SPLITS else len(SPLITS), task.id)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key != "mode":
+                yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)

@@ -1,0 +1,297 @@
+"""Folder suites in skill-trainer's format: train/val/test.jsonl + scoring.md (+ rubric.py...).
+
+``read_jsonl_suite`` parses and validates in one pass, collecting every problem
+instead of stopping at the first, so ``skilltune validate`` can list them all.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from skilltune.store import iter_tree
+from skilltune.suite.base import Suite
+from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
+
+CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
+_FENCE_OPEN = re.compile(r"^\s*```json\s*$")
+_FENCE_CLOSE = re.compile(r"^\s*```\s*$")
+
+
+class JsonlSuite(Suite):
+    kind = "jsonl"
+
+    def contract_files(self) -> list[tuple[str, Path]]:
+        files = [(name, self.root / name) for name in CONTRACT_FILES if (self.root / name).is_file()]
+        refs = self.root / "refs"
+        files += [(p.relative_to(self.root).as_posix(), p) for p in iter_tree(refs)]
+        return files
+
+    def scoring_mode(self, task: Task) -> str:
+        return str(task.scoring.get("mode") or self.config.default_mode)
+
+    def task_files(self, task: Task) -> list[tuple[str, Path]]:
+        out: list[tuple[str, Path]] = []
+        for rel in task.files:
+            src = self.root / rel
+            if src.is_dir():
+                out += [(p.relative_to(self.root).as_posix(), p) for p in iter_tree(src)]
+            else:
+                out.append((rel, src))
+        return out
+
+    def prepare(self, task: Task, workspace: Path) -> None:
+        """Copy each of the task's files into the workspace root under its basename."""
+        for rel in task.files:
+            src = self.root / rel
+            dest = workspace / PurePosixPath(rel).name
+            if src.is_dir():
+                shutil.copytree(src, dest, symlinks=False, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(src, dest)
+
+
+def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | None:
+    """The first fenced json block of scoring.md as a SuiteConfig (defaults when none)."""
+    from skilltune.score.registry import scoring_modes
+
+    text = scoring_md.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _FENCE_OPEN.match(line)), None)
+    if start is None:
+        return SuiteConfig()
+    end = next((j for j in range(start + 1, len(lines)) if _FENCE_CLOSE.match(lines[j])), None)
+    if end is None:
+        problems.append(
+            Problem(file=str(scoring_md), line=start + 1, message="the ```json block is never closed")
+        )
+        return None
+    block = "\n".join(lines[start + 1 : end])
+    try:
+        raw = json.loads(block)
+    except json.JSONDecodeError as exc:
+        problems.append(
+            Problem(
+                file=str(scoring_md),
+                line=start + 1 + exc.lineno,
+                message=f"config block is not valid JSON: {exc.msg}",
+            )
+        )
+        return None
+    if not isinstance(raw, dict):
+        problems.append(
+            Problem(file=str(scoring_md), line=start + 1, message="config block must be a JSON object")
+        )
+        return None
+    try:
+        config = SuiteConfig.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"]) or "config"
+            problems.append(
+                Problem(
+                    file=str(scoring_md),
+                    line=_key_line(lines, start, end, str(err["loc"][0]) if err["loc"] else ""),
+                    message=f"config {key}: {err['msg']} (got {err.get('input')!r})",
+                )
+            )
+        return None
+    if config.default_mode not in scoring_modes():
+        problems.append(
+            Problem(
+                file=str(scoring_md),
+                line=_key_line(lines, start, end, "default_mode"),
+                message=f"config default_mode {config.default_mode!r} is not a scoring mode "
+                f"(known: {', '.join(scoring_modes())})",
+            )
+        )
+        return None
+    return config
+
+
+def _key_line(lines: list[str], start: int, end: int, key: str) -> int:
+    for i in range(start + 1, end):
+        if f'"{key}"' in lines[i]:
+            return i + 1
+    return start + 1
+
+
+def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
+    """Parse and validate a folder suite; the suite is None when any problem was found."""
+    problems: list[Problem] = []
+    scoring_md = root / "scoring.md"
+    config: SuiteConfig | None = None
+    if not scoring_md.is_file():
+        problems.append(
+            Problem(
+                file=str(scoring_md),
+                message="missing: a suite needs scoring.md (a ```json config block, then prose)",
+            )
+        )
+    else:
+        config = parse_config(scoring_md, problems)
+    default_mode = config.default_mode if config else "checklist"
+
+    seen: dict[str, str] = {}
+    splits: dict[str, list[Task]] = {}
+    uses_rubric = False
+    for split in SPLITS:
+        path = root / f"{split}.jsonl"
+        if not path.is_file():
+            if split in REQUIRED_SPLITS:
+                problems.append(Problem(file=str(path), message=f"missing: a suite needs {split}.jsonl"))
+            continue
+        tasks = []
+        raw_lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(raw_lines, start=1):
+            if not line.strip():
+                continue
+            task = _read_task(root, path, number, line, split, default_mode, seen, problems)
+            if task is not None:
+                tasks.append(task)
+                uses_rubric |= (task.scoring.get("mode") or default_mode) == "rubric"
+        if not any(line.strip() for line in raw_lines):
+            problems.append(
+                Problem(
+                    file=str(path), message="empty split: add at least one task (one JSON object per line)"
+                )
+            )
+        splits[split] = tasks
+
+    _check_rubric(root, problems)
+    if problems or config is None:
+        return None, problems
+    return JsonlSuite(root, root, config, splits), problems
+
+
+def _read_task(
+    root: Path,
+    path: Path,
+    number: int,
+    line: str,
+    split: str,
+    default_mode: str,
+    seen: dict[str, str],
+    problems: list[Problem],
+) -> Task | None:
+    from skilltune.score.registry import scorer_class, scoring_modes
+
+    def report(message: str) -> None:
+        problems.append(Problem(file=str(path), line=number, message=message))
+
+    before = len(problems)
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        report(f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return None
+    if not isinstance(obj, dict):
+        report(f"a task must be a JSON object, got {type(obj).__name__}")
+        return None
+
+    task_id = obj.get("id")
+    if task_id is None:
+        report("missing 'id' (a string unique across train, val and test)")
+    elif not isinstance(task_id, str) or not task_id:
+        report(f"'id' must be a non-empty string, got {task_id!r}: write it in quotes")
+    elif task_id in seen:
+        report(f"duplicate id {task_id!r} (first at {seen[task_id]})")
+    else:
+        seen[task_id] = f"{path.name}:{number}"
+
+    prompt = obj.get("prompt")
+    if prompt is None:
+        report("missing 'prompt' (the task as given to the agent)")
+    elif not isinstance(prompt, str) or not prompt.strip():
+        report("'prompt' must be a non-empty string")
+
+    scoring = obj.get("scoring", {})
+    if not isinstance(scoring, dict):
+        report("'scoring' must be an object (optional 'mode' plus that mode's fields)")
+    else:
+        mode = scoring.get("mode") or default_mode
+        cls = scorer_class(str(mode)) if isinstance(mode, str) else None
+        if cls is None:
+            report(f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})")
+        else:
+            for message in cls.check_fields(scoring, root):
+                report(message)
+
+    files = obj.get("files", [])
+    if not isinstance(files, list):
+        report("'files' must be a list of paths under the suite folder")
+    else:
+        basenames: dict[str, str] = {}
+        for rel in files:
+            problem = check_file_entry(root, rel)
+            if problem:
+                report(problem)
+                continue
+            base = PurePosixPath(rel).name
+            if base in basenames:
+                report(f"files {basenames[base]!r} and {rel!r} would both land in the workspace as {base!r}")
+            basenames[base] = rel
+
+    if len(problems) > before:
+        return None
+    try:
+        return Task.model_validate({**obj, "split": split})
+    except ValidationError as exc:
+        for err in exc.errors():
+            report(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}")
+        return None
+
+
+def check_file_entry(root: Path, rel: Any) -> str | None:
+    """Why a ``files`` entry is unusable (missing, or escaping the suite), or None."""
+    if not isinstance(rel, str) or not rel.strip():
+        return f"files entry {rel!r} must be a non-empty path string"
+    posix = PurePosixPath(rel)
+    if posix.is_absolute() or PureWindowsPath(rel).is_absolute() or rel.startswith("~"):
+        return f"files entry {rel!r} is absolute: give a path relative to the suite folder"
+    if ".." in posix.parts:
+        return f"files entry {rel!r} escapes the suite ('..'): keep task files under the suite folder"
+    full = root / rel
+    suite_real = root.resolve()
+    if not full.exists():
+        return f"files entry {rel!r} does not exist under {root}"
+    if not full.resolve().is_relative_to(suite_real):
+        return f"files entry {rel!r} escapes the suite through a symlink ({full.resolve()})"
+    if full.is_dir():
+        for inner in sorted(full.rglob("*")):
+            if inner.is_symlink() and not inner.resolve().is_relative_to(suite_real):
+                return (
+                    f"files entry {rel!r} holds {inner.relative_to(root).as_posix()!r}, "
+                    f"a symlink out of the suite ({inner.resolve()})"
+                )
+    return None
+
+
+def _check_rubric(root: Path, problems: list[Problem]) -> None:
+    rubric = root / "rubric.py"
+    if not rubric.is_file():
+        return
+    try:
+        tree = ast.parse(rubric.read_text(encoding="utf-8"), filename=str(rubric))
+    except SyntaxError as exc:
+        problems.append(Problem(file=str(rubric), line=exc.lineno, message=f"syntax error: {exc.msg}"))
+        return
+    defines_score = any(
+        (isinstance(node, ast.FunctionDef) and node.name == "score")
+        or (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "score" for t in node.targets)
+        )
+        or (isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == "score" for a in node.names))
+        for node in tree.body
+    )
+    if not defines_score:
+        problems.append(
+            Problem(file=str(rubric), message="rubric.py defines no score(task, workdir, mode) function")
+        )

@@ -1,0 +1,170 @@
+"""Isolated workspaces: create, place the skill, baseline commit, diff, audit, clean up.
+
+A workspace holds the task's files and the skill placed where the agent expects
+it, nothing else: no task.json, no expected answers, no path back into the
+suite. It lives outside the suite and outside the run directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from skilltune.agents.base import AgentBackend, Placement
+from skilltune.errors import UsageError
+from skilltune.skill import Candidate
+from skilltune.suite import Suite, Task
+
+WORKSPACES_ENV = "SKILLTUNE_WORKSPACES"
+MAX_DIFF_BYTES = 5_000_000
+_AUDIT_READ_BYTES = 1_000_000
+_GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "skilltune",
+    "GIT_AUTHOR_EMAIL": "skilltune@localhost",
+    "GIT_COMMITTER_NAME": "skilltune",
+    "GIT_COMMITTER_EMAIL": "skilltune@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def workspaces_root() -> Path:
+    """Where workspaces are made: $SKILLTUNE_WORKSPACES, else the system temp folder."""
+    root = Path(os.environ.get(WORKSPACES_ENV) or Path(tempfile.gettempdir()) / "skilltune-workspaces")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), **_GIT_ENV}
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL, check=False
+    )
+    if check and proc.returncode != 0:
+        raise RuntimeError(
+            f"git {' '.join(args)} failed in {cwd}: {proc.stderr.decode(errors='replace').strip()}"
+        )
+    return proc
+
+
+@dataclass
+class PlacedSkill:
+    prompt: str
+    system_prompt: str | None
+    paths: list[str]
+
+
+class Workspace:
+    """One rollout's private directory, under ``workspaces_root()``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.baseline: str | None = None
+
+    @classmethod
+    def create(cls, label: str, forbidden: list[Path] | None = None) -> Workspace:
+        root = workspaces_root().resolve()
+        for folder in forbidden or []:
+            outside = folder.resolve()
+            if root.is_relative_to(outside):
+                raise UsageError(
+                    f"workspaces would be made inside {outside}; set {WORKSPACES_ENV} to a folder outside it"
+                )
+        path = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=root))
+        return cls(path)
+
+    def commit_baseline(self) -> str:
+        """Make the starting state a fresh single-commit repository (history from prepare is dropped)."""
+        shutil.rmtree(self.path / ".git", ignore_errors=True)
+        git(self.path, "init", "-q")
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "--allow-empty", "--no-verify", "-m", "skilltune baseline")
+        self.baseline = git(self.path, "rev-parse", "HEAD").stdout.decode().strip()
+        return self.baseline
+
+    def diff(self) -> str:
+        """The agent's own changes against the baseline, new files included."""
+        if self.baseline is None:
+            return ""
+        add = git(self.path, "add", "-A", check=False)
+        if add.returncode != 0:
+            return (
+                f"# skilltune: could not stage the workspace: {add.stderr.decode(errors='replace').strip()}\n"
+            )
+        proc = git(self.path, "diff", "--cached", "--no-ext-diff", "--no-color", self.baseline, check=False)
+        if proc.returncode != 0:
+            return f"# skilltune: no diff (the agent changed the git repository): {proc.stderr.decode(errors='replace').strip()}\n"
+        data = proc.stdout
+        if len(data) > MAX_DIFF_BYTES:
+            return (
+                data[:MAX_DIFF_BYTES].decode("utf-8", "replace")
+                + f"\n# skilltune: diff truncated at {MAX_DIFF_BYTES} bytes\n"
+            )
+        return data.decode("utf-8", "replace")
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def place_skill(
+    candidate: Candidate | None,
+    workspace: Path,
+    backend: AgentBackend,
+    placement: Placement,
+    task_prompt: str,
+) -> PlacedSkill:
+    """Put the skill where ``placement`` says; return the prompt and system prompt to give the agent."""
+    if candidate is None:
+        return PlacedSkill(task_prompt, None, [])
+    paths: list[str] = []
+    if candidate.kind == "folder":
+        if placement == "native" or len(candidate.files) > 1:
+            # Supporting files are installed natively in every mode so the skill's links resolve.
+            folder = backend.native_skill_dir(candidate.name)
+            for rel, text in candidate.files.items():
+                target = workspace / folder / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+                paths.append(f"{folder}/{rel}")
+    elif placement == "native":
+        if candidate.main not in backend.native_files:
+            raise UsageError(
+                f"the {backend.name} agent reads no {candidate.main} from its workspace "
+                f"(it reads {', '.join(backend.native_files)}); use --agent-opt placement=system or prepend"
+            )
+        (workspace / candidate.main).write_text(candidate.text, encoding="utf-8")
+        paths.append(candidate.main)
+    if placement == "system":
+        return PlacedSkill(task_prompt, candidate.text, paths)
+    if placement == "prepend":
+        return PlacedSkill(f"{candidate.text}\n\n---\n\n{task_prompt}", None, paths)
+    return PlacedSkill(task_prompt, None, paths)
+
+
+def audit_workspace(workspace: Path, suite: Suite, task: Task) -> list[str]:
+    """Reference data found in a workspace (empty when clean): task.json, contract files, answers."""
+    findings = []
+    strings = suite.reference_strings(task)
+    hashes = suite.reference_hashes()
+    for path in sorted(workspace.rglob("*")):
+        rel = path.relative_to(workspace)
+        if (rel.parts and rel.parts[0] == ".git") or not path.is_file():
+            continue
+        if path.name == "task.json":
+            findings.append(f"{rel}: a task.json is in the workspace")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() in hashes:
+            findings.append(
+                f"{rel}: a copy of a scoring-contract file (scoring.md, rubric.py, judge.md or refs/)"
+            )
+        text = data[:_AUDIT_READ_BYTES].decode("utf-8", "ignore")
+        findings += [f"{rel}: contains reference text {s[:40]!r}" for s in strings if s in text]
+    return findings
