@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.errors import UsageError
 from skilltune.execute import Executor, make_executor
-from skilltune.rollout import NO_SKILL, Phase, RolloutJob, RolloutRecord, RolloutRunner
+from skilltune.rollout import NO_SKILL, Phase, RetryPolicy, RolloutJob, RolloutRecord, RolloutRunner
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
@@ -140,6 +140,7 @@ def evaluate(
     agent_options: dict[str, Any] | None = None,
     force: bool = False,
     executor: Executor | None = None,
+    retry: RetryPolicy | None = None,
     on_record: Callable[[RolloutRecord, int, int], None] | None = None,
 ) -> EvalSummary:
     """Roll out ``skill`` (None: no skill) on every task of ``split``, ``reps`` times; write summary.json."""
@@ -150,7 +151,7 @@ def evaluate(
     jobs = make_jobs(suite, split, candidate, reps, seed, "eval")
     out = Path(out)
     prepare_out(out, force)
-    runner = RolloutRunner(suite=suite, backend=backend, options=options, out=out)
+    runner = RolloutRunner(suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy())
     executor = executor or make_executor(workers, suite.config.max_concurrency)
     t0 = time.monotonic()
     records: list[RolloutRecord] = []

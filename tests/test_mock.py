@@ -1,0 +1,149 @@
+"""The mock agent: rule matching, seeded noise, placements, extensions."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from skilltune.agents import AgentRequest, get_backend
+from skilltune.agents.mock import MockOptions, run_mock_rules
+from skilltune.suite import Task
+from tests.helpers import rule_task
+
+
+def _task(**fields: object) -> Task:
+    base = rule_task("t1", ["state-a-default"])
+    base.update(fields)
+    return Task.model_validate({**base, "split": "train"})
+
+
+def _run(task: Task, skill: str, rng_seed: int = 0) -> tuple[str, bool]:
+    return run_mock_rules(task, skill, random.Random(rng_seed), header="MOCK")
+
+
+def test_rule_satisfied_by_normalised_id() -> None:
+    out, solved = _run(_task(), "Always State a Default!")
+    assert solved
+    assert "PASS:state-a-default" in out
+    assert out.rstrip().endswith("RESULT: solved")
+
+
+def test_missing_rule_prints_symptom_not_rule() -> None:
+    out, solved = _run(_task(), "Be nice.")
+    assert not solved
+    assert "SYMPTOM: symptom of missing state-a-default" in out
+    assert "PASS:" not in out
+    assert "RESULT: unsolved" in out
+
+
+def test_match_phrase_and_regex_group_on_one_line() -> None:
+    task = _task(
+        match={"state-a-default": ["recommend one option"]},
+        match_regex={"state-a-default": ["default", "option|choice"]},
+    )
+    assert _run(task, "Please recommend one option.")[1]
+    assert _run(task, "Give a default for each choice.")[1]
+    # The regex group must match on a single line, not across lines.
+    assert not _run(task, "Give a default.\nList every choice.")[1]
+
+
+def test_noise_flips_with_its_probability() -> None:
+    task = _task(noise=0.3)
+    fails = sum(not _run(task, "state a default", seed)[1] for seed in range(4000))
+    assert 0.26 < fails / 4000 < 0.34
+
+
+def test_empty_requires_is_pure_noise() -> None:
+    task = Task.model_validate(
+        {"id": "n", "prompt": "p", "requires": [], "noise": 0.5, "scoring": {"required": ["RESULT: solved"]}}
+    )
+    solved = sum(_run(task, "", seed)[1] for seed in range(4000))
+    assert 0.46 < solved / 4000 < 0.54
+    # ... and independent of the skill text.
+    assert [_run(task, "a", s)[1] for s in range(50)] == [_run(task, "b", s)[1] for s in range(50)]
+
+
+def test_forbids_and_p_follow() -> None:
+    task = _task(forbids=["always ask the user"], forbid_hint="it stalled waiting for answers")
+    out, solved = _run(task, "State a default. Always ask the user.")
+    assert not solved
+    assert "it stalled waiting for answers" in out
+    soft = _task(forbids=["always ask the user"], forbid_penalty=0.0)
+    assert _run(soft, "State a default. Always ask the user.")[1]
+    follow = _task(p_follow=0.5)
+    rate = sum(_run(follow, "state a default", s)[1] for s in range(4000)) / 4000
+    assert 0.45 < rate < 0.55
+
+
+def _request(tmp_path: Path, task: Task, **kw: object) -> AgentRequest:
+    fields: dict[str, object] = {
+        "task": task,
+        "prompt": task.prompt,
+        "workspace": tmp_path,
+        "log_dir": tmp_path,
+        "candidate_hash": "abc",
+        "options": MockOptions(),
+    }
+    fields.update(kw)
+    return AgentRequest.model_validate(fields)
+
+
+def test_noise_is_seeded_per_candidate_unless_crn(tmp_path: Path) -> None:
+    backend = get_backend("mock")
+    task = _task(noise=0.5)
+    system = "state a default"
+
+    def outcomes(cand: str, crn: bool) -> list[bool]:
+        opts = MockOptions(placement="system", crn=crn)
+        return [
+            "RESULT: solved"
+            in backend.run(
+                _request(tmp_path, task, candidate_hash=cand, replicate=k, system_prompt=system, options=opts)
+            ).final_text
+            for k in range(200)
+        ]
+
+    assert outcomes("a", False) == outcomes("a", False)
+    assert outcomes("a", False) != outcomes("b", False)
+    assert outcomes("a", True) == outcomes("b", True)
+
+
+@pytest.mark.parametrize("placement", ["native", "system", "prepend"])
+def test_placements_reach_the_mock(tmp_path: Path, placement: str) -> None:
+    from skilltune.skill import Candidate
+    from skilltune.workspace import place_skill
+
+    backend = get_backend("mock")
+    skill = Candidate({"SKILL.md": "---\nname: x\ndescription: d\n---\nState a default.\n"})
+    task = _task()
+    placed = place_skill(skill, tmp_path, backend, placement, task.prompt)  # type: ignore[arg-type]
+    request = _request(
+        tmp_path,
+        task,
+        prompt=placed.prompt,
+        system_prompt=placed.system_prompt,
+        skill_name="x",
+        options=MockOptions(placement=placement),  # type: ignore[arg-type]
+    )
+    assert "RESULT: solved" in backend.run(request).final_text
+    if placement == "native":
+        assert (tmp_path / ".agents/skills/x/SKILL.md").is_file()
+
+
+def test_mock_writes_files_only_when_solved(tmp_path: Path) -> None:
+    backend = get_backend("mock")
+    task = _task(mock_writes={"out/answer.md": "# done\n"})
+    opts = MockOptions(placement="system")
+    backend.run(_request(tmp_path, task, system_prompt="nothing useful", options=opts))
+    assert not (tmp_path / "out/answer.md").exists()
+    backend.run(_request(tmp_path, task, system_prompt="state a default", options=opts))
+    assert (tmp_path / "out/answer.md").read_text() == "# done\n"
+
+
+def test_scripted_infra_errors(tmp_path: Path) -> None:
+    backend = get_backend("mock")
+    task = _task(mock_infra_errors=1)
+    assert backend.run(_request(tmp_path, task, attempt=0)).status == "infra_error"
+    assert backend.run(_request(tmp_path, task, attempt=1)).status == "ok"

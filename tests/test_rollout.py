@@ -1,0 +1,211 @@
+"""One rollout end to end: layout, statuses, retries, isolation, leakage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from skilltune.agents import AGENTS, AgentBackend, AgentRequest, AgentResult, get_backend
+from skilltune.agents.mock import MockOptions
+from skilltune.evaluate import evaluate
+from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
+from skilltune.skill import load_skill
+from skilltune.suite import load_suite
+from skilltune.workspace import audit_workspace, workspaces_root
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, PYENV_SUITE, rule_task, write_skill, write_suite
+
+NO_WAIT = RetryPolicy(max_attempts=3, base_s=0.0, cap_s=0.0)
+
+
+def _runner(suite_path: Path, out: Path, **kw: object) -> RolloutRunner:
+    suite = load_suite(suite_path)
+    return RolloutRunner(
+        suite=suite,
+        backend=get_backend("mock"),
+        options=MockOptions(),
+        out=out,
+        retry=NO_WAIT,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_layout_and_record(tmp_path: Path) -> None:
+    suite = write_suite(
+        tmp_path / "suite", [rule_task("a/b c", ["state-a-default"])], [rule_task("v1", ["state-a-default"])]
+    )
+    skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
+    runner = _runner(suite, tmp_path / "out")
+    job = RolloutJob(task=runner.suite.task("a/b c"), phase="train", candidate=skill, replicate=2, seed=7)
+    record = runner.run(job)
+    folder = tmp_path / "out" / "rollouts" / "train" / skill.short / "a_b_c_r2"
+    assert rollout_dir(tmp_path / "out", job) == folder
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "conversation.json",
+        "diff.patch",
+        "events.jsonl",
+        "output.txt",
+        "record.json",
+        "score.json",
+    ]
+    assert record.status == "ok"
+    assert record.score is not None and record.score.hard == 1
+    assert record.candidate == skill.hash
+    assert (record.task_id, record.split, record.replicate, record.seed) == ("a/b c", "train", 2, 7)
+    assert load_record(folder) == record
+    score = json.loads((folder / "score.json").read_text())
+    assert set(score) == {"schema_version", "hard", "soft", "mixed", "checks", "contract"}
+    assert score["contract"] == runner.suite.contract_hash
+    conversation = json.loads((folder / "conversation.json").read_text())
+    assert [m["role"] for m in conversation] == ["user", "assistant", "system"]
+    assert conversation[0]["content"] == "Do the a/b c thing."
+    # No reference answer in the conversation: the summary has numbers, not checks.
+    assert "PASS:state-a-default" not in conversation[2]["content"]
+
+
+def test_diff_holds_the_agents_changes_only(tmp_path: Path) -> None:
+    fixture = tmp_path / "suite" / "fixtures" / "draft.md"
+    fixture.parent.mkdir(parents=True)
+    fixture.write_text("draft\n")
+    task = rule_task(
+        "t", ["state-a-default"], files=["fixtures/draft.md"], mock_writes={"draft.md": "final\n", "new/x.txt": "x\n"}
+    )
+    suite = write_suite(tmp_path / "suite", [task], [rule_task("v", ["x"])])
+    skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
+    runner = _runner(suite, tmp_path / "out")
+    record = runner.run(RolloutJob(task=runner.suite.task("t"), phase="eval", candidate=skill, replicate=0, seed=0))
+    diff = (rollout_dir(tmp_path / "out", RolloutJob(runner.suite.task("t"), "eval", skill, 0, 0)) / "diff.patch").read_text()
+    assert record.status == "ok"
+    assert "-draft" in diff and "+final" in diff
+    assert "new/x.txt" in diff  # new files are part of the diff
+    assert "SKILL.md" not in diff  # the placed skill is in the baseline, not the agent's diff
+
+
+def test_infra_errors_are_retried_and_never_task_failures(tmp_path: Path) -> None:
+    tasks = [rule_task("flaky", ["state-a-default"], mock_infra_errors=2), rule_task("down", ["state-a-default"], mock_infra_errors=99)]
+    suite = write_suite(tmp_path / "suite", tasks, [rule_task("v", ["x"])])
+    skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
+    runner = _runner(suite, tmp_path / "out")
+    flaky = runner.run(RolloutJob(runner.suite.task("flaky"), "train", skill, 0, 0))
+    assert flaky.status == "ok" and flaky.attempts == 3 and flaky.score is not None
+    down = runner.run(RolloutJob(runner.suite.task("down"), "train", skill, 0, 0))
+    assert down.status == "infra_error" and down.attempts == 3
+    assert down.score is None
+    assert not (rollout_dir(tmp_path / "out", RolloutJob(runner.suite.task("down"), "train", skill, 0, 0)) / "score.json").exists()
+
+
+def test_summary_excludes_infra_errors_and_flags_contamination(tmp_path: Path) -> None:
+    tasks = [rule_task("good", ["state-a-default"]), rule_task("down", ["state-a-default"], mock_infra_errors=99)]
+    suite = load_suite(write_suite(tmp_path / "suite", [rule_task("t", ["x"])], tasks))
+    skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
+    summary = evaluate(suite, skill, out=tmp_path / "out", split="val", reps=2, workers=2, retry=NO_WAIT)
+    assert summary.statuses == {"infra_error": 2, "ok": 2}
+    assert summary.contaminated
+    assert summary.hard_acc == 1.0  # the infra errors are not counted as failures
+    assert summary.per_task["down"].n_scored == 0
+
+
+def test_scoring_error_does_not_crash_the_batch(tmp_path: Path) -> None:
+    tasks = [
+        {"id": "slow", "prompt": "p", "scoring": {"mode": "command", "command": "sleep 20", "timeout": 0.3}},
+        {"id": "fine", "prompt": "p", "scoring": {"mode": "command", "command": "true"}},
+    ]
+    suite = load_suite(write_suite(tmp_path / "suite", [rule_task("t", ["x"])], tasks))
+    summary = evaluate(suite, None, out=tmp_path / "out", split="val", workers=2)
+    assert summary.statuses == {"ok": 1, "scoring_error": 1}
+    assert summary.per_task["slow"].n_scored == 0
+    assert summary.hard_acc == 1.0
+
+
+class _ExplodingAgent(AgentBackend):
+    name = "exploding"
+    calls: ClassVar[int] = 0
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        type(self).calls += 1
+        raise RuntimeError("harness bug")
+
+
+def test_harness_exceptions_become_crashed_after_two_tries(tmp_path: Path) -> None:
+    AGENTS.register("exploding", _ExplodingAgent)
+    try:
+        suite = write_suite(tmp_path / "suite", [rule_task("t", ["x"])], [rule_task("v", ["x"])])
+        runner = RolloutRunner(
+            suite=load_suite(suite), backend=get_backend("exploding"), options=MockOptions(), out=tmp_path / "out", retry=NO_WAIT
+        )
+        record = runner.run(RolloutJob(runner.suite.task("t"), "train", None, 0, 0))
+        assert record.status == "crashed"
+        assert "harness bug" in (record.reason or "")
+        assert _ExplodingAgent.calls == 2
+        assert record.score is None
+    finally:
+        AGENTS.unregister("exploding")
+
+
+def test_workspaces_are_isolated_single_commit_and_cleaned(tmp_path: Path) -> None:
+    suite = load_suite(MOCK_SUITE)
+    skill = load_skill(MOCK_SKILL)
+    seen: list[Path] = []
+    findings: list[str] = []
+
+    def audit(job: RolloutJob, ws: Path) -> None:
+        seen.append(ws)
+        assert not ws.resolve().is_relative_to(MOCK_SUITE.resolve())
+        assert not ws.resolve().is_relative_to((tmp_path / "out").resolve())
+        log = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True)
+        assert log.stdout.strip() == "1"
+        findings.extend(audit_workspace(ws, suite, job.task))
+
+    runner = RolloutRunner(suite=suite, backend=get_backend("mock"), options=MockOptions(), out=tmp_path / "out", on_baseline=audit)
+    for task in suite.all_tasks():
+        runner.run(RolloutJob(task, "eval", skill, 0, 0))
+    assert len(seen) == len(suite.all_tasks())
+    assert findings == []
+    assert not any(ws.exists() for ws in seen)
+
+
+def test_audit_finds_planted_reference_data(tmp_path: Path) -> None:
+    refs = tmp_path / "suite" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "gold.md").write_text("the gold answer text\n")
+    task = {"id": "t", "prompt": "p", "scoring": {"mode": "exact", "expected": "forty-two exactly"}}
+    suite = load_suite(write_suite(tmp_path / "suite", [task], [rule_task("v", ["x"])]))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert audit_workspace(ws, suite, suite.task("t")) == []
+    (ws / "copy.md").write_text("the gold answer text\n")
+    (ws / "notes.txt").write_text(f"see {suite.root.resolve()}/val.jsonl and forty-two exactly\n")
+    (ws / "task.json").write_text("{}")
+    found = "\n".join(audit_workspace(ws, suite, suite.task("t")))
+    assert "copy.md: a copy of a scoring-contract file" in found
+    assert "forty-two exactly" in found
+    assert str(suite.root.resolve())[:30] in found
+    assert "task.json" in found
+
+
+def test_python_env_history_is_replaced_by_one_commit(tmp_path: Path) -> None:
+    suite = load_suite(PYENV_SUITE)
+    counts: list[str] = []
+
+    def count(job: RolloutJob, ws: Path) -> None:
+        out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True)
+        counts.append(out.stdout.strip())
+
+    runner = RolloutRunner(suite=suite, backend=get_backend("mock"), options=MockOptions(), out=tmp_path / "out", on_baseline=count)
+    record = runner.run(RolloutJob(suite.task("train-slugify"), "eval", load_skill(PYENV_SUITE / "skill"), 0, 0))
+    assert counts == ["1"]
+    assert record.status == "ok" and record.score is not None
+
+
+def test_workspace_root_inside_the_suite_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skilltune.errors import UsageError
+
+    suite_dir = write_suite(tmp_path / "suite", [rule_task("t", ["x"])], [rule_task("v", ["x"])])
+    monkeypatch.setenv("SKILLTUNE_WORKSPACES", str(suite_dir / "ws"))
+    assert workspaces_root() == suite_dir / "ws"
+    runner = _runner(suite_dir, tmp_path / "out")
+    with pytest.raises(UsageError, match="SKILLTUNE_WORKSPACES"):
+        runner.run(RolloutJob(runner.suite.task("t"), "train", None, 0, 0))
