@@ -151,7 +151,9 @@ def evaluate(
     jobs = make_jobs(suite, split, candidate, reps, seed, "eval")
     out = Path(out)
     prepare_out(out, force)
-    runner = RolloutRunner(suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy())
+    runner = RolloutRunner(
+        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy()
+    )
     executor = executor or make_executor(workers, suite.config.max_concurrency)
     t0 = time.monotonic()
     records: list[RolloutRecord] = []

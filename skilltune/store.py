@@ -53,13 +53,13 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def iter_tree(root: Path) -> Iterator[Path]:
-    """Regular files under ``root`` in sorted order, skipping dot-files and caches."""
+def iter_tree(root: Path, *, hidden: bool = False) -> Iterator[Path]:
+    """Regular files under ``root`` in sorted order, skipping caches and (unless ``hidden``) dot-files."""
     if not root.is_dir():
         return
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+        if any(part == "__pycache__" or (part.startswith(".") and not hidden) for part in rel.parts):
             continue
         if path.is_file():
             yield path

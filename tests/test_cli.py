@@ -23,7 +23,18 @@ def _scores(out: Path) -> dict[str, float]:
 
 def test_run_writes_one_record_per_task_and_replicate(tmp_path: Path) -> None:
     out = tmp_path / "OUT"
-    args = ["run", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "mock", "--split", "val", "--reps", "3"]
+    args = [
+        "run",
+        str(MOCK_SUITE),
+        "--skill",
+        str(MOCK_SKILL),
+        "--agent",
+        "mock",
+        "--split",
+        "val",
+        "--reps",
+        "3",
+    ]
     result = runner.invoke(app, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "overall" in result.output and "summary.json" in result.output
@@ -85,7 +96,9 @@ def test_run_without_skill(tmp_path: Path) -> None:
 
 
 def test_run_with_single_file_skill_and_system_placement(tmp_path: Path) -> None:
-    suite = write_suite(tmp_path / "suite", [rule_task("t", ["state-a-default"])], [rule_task("v", ["state-a-default"])])
+    suite = write_suite(
+        tmp_path / "suite", [rule_task("t", ["state-a-default"])], [rule_task("v", ["state-a-default"])]
+    )
     agents_md = tmp_path / "AGENTS.md"
     agents_md.write_text("Always state a default.\n")
     prompt_file = tmp_path / "system-prompt.txt"
@@ -93,10 +106,22 @@ def test_run_with_single_file_skill_and_system_placement(tmp_path: Path) -> None
     ok = runner.invoke(app, ["run", str(suite), "--skill", str(agents_md), "--out", str(tmp_path / "a")])
     assert ok.exit_code == 0, ok.output
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["hard_acc"] == 1.0
-    refused = runner.invoke(app, ["run", str(suite), "--skill", str(prompt_file), "--out", str(tmp_path / "b")])
+    refused = runner.invoke(
+        app, ["run", str(suite), "--skill", str(prompt_file), "--out", str(tmp_path / "b")]
+    )
     assert refused.exit_code == 2 and "placement=system" in refused.output
     system = runner.invoke(
-        app, ["run", str(suite), "--skill", str(prompt_file), "--agent-opt", "placement=system", "--out", str(tmp_path / "c")]
+        app,
+        [
+            "run",
+            str(suite),
+            "--skill",
+            str(prompt_file),
+            "--agent-opt",
+            "placement=system",
+            "--out",
+            str(tmp_path / "c"),
+        ],
     )
     assert system.exit_code == 0, system.output
     assert json.loads((tmp_path / "c" / "summary.json").read_text())["hard_acc"] == 1.0

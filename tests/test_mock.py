@@ -125,7 +125,7 @@ def test_placements_reach_the_mock(tmp_path: Path, placement: str) -> None:
         prompt=placed.prompt,
         system_prompt=placed.system_prompt,
         skill_name="x",
-        options=MockOptions(placement=placement),  # type: ignore[arg-type]
+        options=MockOptions(placement=placement),
     )
     assert "RESULT: solved" in backend.run(request).final_text
     if placement == "native":

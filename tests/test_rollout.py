@@ -71,13 +71,20 @@ def test_diff_holds_the_agents_changes_only(tmp_path: Path) -> None:
     fixture.parent.mkdir(parents=True)
     fixture.write_text("draft\n")
     task = rule_task(
-        "t", ["state-a-default"], files=["fixtures/draft.md"], mock_writes={"draft.md": "final\n", "new/x.txt": "x\n"}
+        "t",
+        ["state-a-default"],
+        files=["fixtures/draft.md"],
+        mock_writes={"draft.md": "final\n", "new/x.txt": "x\n"},
     )
     suite = write_suite(tmp_path / "suite", [task], [rule_task("v", ["x"])])
     skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
     runner = _runner(suite, tmp_path / "out")
-    record = runner.run(RolloutJob(task=runner.suite.task("t"), phase="eval", candidate=skill, replicate=0, seed=0))
-    diff = (rollout_dir(tmp_path / "out", RolloutJob(runner.suite.task("t"), "eval", skill, 0, 0)) / "diff.patch").read_text()
+    record = runner.run(
+        RolloutJob(task=runner.suite.task("t"), phase="eval", candidate=skill, replicate=0, seed=0)
+    )
+    diff = (
+        rollout_dir(tmp_path / "out", RolloutJob(runner.suite.task("t"), "eval", skill, 0, 0)) / "diff.patch"
+    ).read_text()
     assert record.status == "ok"
     assert "-draft" in diff and "+final" in diff
     assert "new/x.txt" in diff  # new files are part of the diff
@@ -85,7 +92,10 @@ def test_diff_holds_the_agents_changes_only(tmp_path: Path) -> None:
 
 
 def test_infra_errors_are_retried_and_never_task_failures(tmp_path: Path) -> None:
-    tasks = [rule_task("flaky", ["state-a-default"], mock_infra_errors=2), rule_task("down", ["state-a-default"], mock_infra_errors=99)]
+    tasks = [
+        rule_task("flaky", ["state-a-default"], mock_infra_errors=2),
+        rule_task("down", ["state-a-default"], mock_infra_errors=99),
+    ]
     suite = write_suite(tmp_path / "suite", tasks, [rule_task("v", ["x"])])
     skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
     runner = _runner(suite, tmp_path / "out")
@@ -94,11 +104,17 @@ def test_infra_errors_are_retried_and_never_task_failures(tmp_path: Path) -> Non
     down = runner.run(RolloutJob(runner.suite.task("down"), "train", skill, 0, 0))
     assert down.status == "infra_error" and down.attempts == 3
     assert down.score is None
-    assert not (rollout_dir(tmp_path / "out", RolloutJob(runner.suite.task("down"), "train", skill, 0, 0)) / "score.json").exists()
+    assert not (
+        rollout_dir(tmp_path / "out", RolloutJob(runner.suite.task("down"), "train", skill, 0, 0))
+        / "score.json"
+    ).exists()
 
 
 def test_summary_excludes_infra_errors_and_flags_contamination(tmp_path: Path) -> None:
-    tasks = [rule_task("good", ["state-a-default"]), rule_task("down", ["state-a-default"], mock_infra_errors=99)]
+    tasks = [
+        rule_task("good", ["state-a-default"]),
+        rule_task("down", ["state-a-default"], mock_infra_errors=99),
+    ]
     suite = load_suite(write_suite(tmp_path / "suite", [rule_task("t", ["x"])], tasks))
     skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
     summary = evaluate(suite, skill, out=tmp_path / "out", split="val", reps=2, workers=2, retry=NO_WAIT)
@@ -134,7 +150,11 @@ def test_harness_exceptions_become_crashed_after_two_tries(tmp_path: Path) -> No
     try:
         suite = write_suite(tmp_path / "suite", [rule_task("t", ["x"])], [rule_task("v", ["x"])])
         runner = RolloutRunner(
-            suite=load_suite(suite), backend=get_backend("exploding"), options=MockOptions(), out=tmp_path / "out", retry=NO_WAIT
+            suite=load_suite(suite),
+            backend=get_backend("exploding"),
+            options=MockOptions(),
+            out=tmp_path / "out",
+            retry=NO_WAIT,
         )
         record = runner.run(RolloutJob(runner.suite.task("t"), "train", None, 0, 0))
         assert record.status == "crashed"
@@ -155,11 +175,19 @@ def test_workspaces_are_isolated_single_commit_and_cleaned(tmp_path: Path) -> No
         seen.append(ws)
         assert not ws.resolve().is_relative_to(MOCK_SUITE.resolve())
         assert not ws.resolve().is_relative_to((tmp_path / "out").resolve())
-        log = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True)
+        log = subprocess.run(
+            ["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+        )
         assert log.stdout.strip() == "1"
         findings.extend(audit_workspace(ws, suite, job.task))
 
-    runner = RolloutRunner(suite=suite, backend=get_backend("mock"), options=MockOptions(), out=tmp_path / "out", on_baseline=audit)
+    runner = RolloutRunner(
+        suite=suite,
+        backend=get_backend("mock"),
+        options=MockOptions(),
+        out=tmp_path / "out",
+        on_baseline=audit,
+    )
     for task in suite.all_tasks():
         runner.run(RolloutJob(task, "eval", skill, 0, 0))
     assert len(seen) == len(suite.all_tasks())
@@ -191,11 +219,21 @@ def test_python_env_history_is_replaced_by_one_commit(tmp_path: Path) -> None:
     counts: list[str] = []
 
     def count(job: RolloutJob, ws: Path) -> None:
-        out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+        )
         counts.append(out.stdout.strip())
 
-    runner = RolloutRunner(suite=suite, backend=get_backend("mock"), options=MockOptions(), out=tmp_path / "out", on_baseline=count)
-    record = runner.run(RolloutJob(suite.task("train-slugify"), "eval", load_skill(PYENV_SUITE / "skill"), 0, 0))
+    runner = RolloutRunner(
+        suite=suite,
+        backend=get_backend("mock"),
+        options=MockOptions(),
+        out=tmp_path / "out",
+        on_baseline=count,
+    )
+    record = runner.run(
+        RolloutJob(suite.task("train-slugify"), "eval", load_skill(PYENV_SUITE / "skill"), 0, 0)
+    )
     assert counts == ["1"]
     assert record.status == "ok" and record.score is not None
 

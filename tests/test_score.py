@@ -299,12 +299,6 @@ def test_command_timeout_raises_quickly_and_kills_the_group(tmp_path: Path) -> N
             subprocess.run(["pkill", "-KILL", "-f", f"sleep {pattern}"], check=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: skilltune/score/modes.py _run_group waits for EOF on the command's stdout pipe "
-    "(proc.communicate), which a background child keeps open, so a command that exits 0 but leaves "
-    "a child running is reported as a timeout instead of a pass",
-)
 def test_command_that_exits_leaving_a_background_child_still_passes(tmp_path: Path) -> None:
     background = unique_seconds(300)
     suite = make_suite(
@@ -407,6 +401,14 @@ def test_rubric_raising_is_a_scoring_error(tmp_path: Path) -> None:
     suite = rubric_suite(tmp_path, RUBRIC_RAISES)
     t = suite.task("r")
     with pytest.raises(ScoringError, match="KeyError"):
+        suite.scorer(t).score(t, workspace(tmp_path), AgentResult(status="ok", final_text=""))
+
+
+def test_rubric_that_fails_to_import_is_a_scoring_error(tmp_path: Path) -> None:
+    rubric = "import skilltune_no_such_module_for_tests\n\n\ndef score(task, workdir, mode):\n    return {}\n"
+    suite = rubric_suite(tmp_path, rubric)
+    t = suite.task("r")
+    with pytest.raises(ScoringError):
         suite.scorer(t).score(t, workspace(tmp_path), AgentResult(status="ok", final_text=""))
 
 

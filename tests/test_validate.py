@@ -110,7 +110,7 @@ def snapshot(root: Path) -> dict[str, str]:
             path = base / name
             rel = path.relative_to(root).as_posix()
             if path.is_symlink():
-                found[rel] = f"link:{os.readlink(path)}"
+                found[rel] = f"link:{path.readlink()}"
             elif path.is_dir():
                 found[rel] = "dir"
             else:
@@ -311,7 +311,9 @@ DEFECTS = [
         "duplicate id 't1' (first at train.jsonl:1)",
     ),
     Defect("prompt-missing", replace_val_task(prompt=None), "val.jsonl", 2, "missing 'prompt'"),
-    Defect("prompt-empty", replace_val_task(prompt=""), "val.jsonl", 2, "'prompt' must be a non-empty string"),
+    Defect(
+        "prompt-empty", replace_val_task(prompt=""), "val.jsonl", 2, "'prompt' must be a non-empty string"
+    ),
     Defect(
         "mode-unknown",
         scoring_on_line2({"mode": "fuzzy", "required": ["a"]}),
@@ -320,7 +322,11 @@ DEFECTS = [
         "unknown scoring mode 'fuzzy'",
     ),
     Defect(
-        "exact-no-expected", scoring_on_line2({"mode": "exact"}), "val.jsonl", 2, "exact mode needs 'expected'"
+        "exact-no-expected",
+        scoring_on_line2({"mode": "exact"}),
+        "val.jsonl",
+        2,
+        "exact mode needs 'expected'",
     ),
     Defect(
         "exact-bad-regex",
@@ -554,11 +560,6 @@ def _non_utf8(name: str) -> Callable[[Path], None]:
     return apply
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: suite/jsonl.py reads files with read_text(encoding='utf-8') unguarded; "
-    "UnicodeDecodeError becomes 'internal error' exit 3 instead of a file problem and exit 2",
-)
 @pytest.mark.parametrize("name", ["val.jsonl", "scoring.md"])
 def test_non_utf8_file_is_a_problem_not_a_crash(tmp_path: Path, name: str) -> None:
     suite = build_suite(tmp_path)
@@ -623,11 +624,6 @@ def test_python_env_validates(tmp_path: Path, as_folder: bool, monkeypatch: pyte
     assert not suite.has_split("test")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: suite/base.py load_module imports the env with the default source loader, which "
-    "writes __pycache__/env.*.pyc next to env.py (validate must write nothing)",
-)
 def test_python_env_validate_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = write_env(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -644,12 +640,16 @@ def _env_syntax_error() -> tuple[str, int | None, str]:
 
 
 def _env_no_score() -> tuple[str, int | None, str]:
-    source = ENV_SOURCE.replace("def score(task, workspace, agent_result):", "def grade(task, workspace, agent_result):")
+    source = ENV_SOURCE.replace(
+        "def score(task, workspace, agent_result):", "def grade(task, workspace, agent_result):"
+    )
     return source, None, "defines no score() function"
 
 
 def _env_empty_val() -> tuple[str, int | None, str]:
-    source = ENV_SOURCE.replace("    return list(TASKS[split])", '    return [] if split == "val" else list(TASKS[split])')
+    source = ENV_SOURCE.replace(
+        "    return list(TASKS[split])", '    return [] if split == "val" else list(TASKS[split])'
+    )
     return source, None, "empty split: tasks('val') returned no tasks"
 
 
@@ -695,11 +695,6 @@ def test_python_env_defect_is_reported(
         load_suite(target)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: suite/pyenv.py read_python_suite calls list(items or []) outside its try; "
-    "tasks() returning a non-iterable becomes 'internal error' exit 3 instead of a problem and exit 2",
-)
 def test_python_env_tasks_returning_non_list(tmp_path: Path) -> None:
     module = write_env(tmp_path, ENV_SOURCE.replace("    return list(TASKS[split])", "    return 42"))
     code, _, stderr = invoke_validate(module)
@@ -708,11 +703,6 @@ def test_python_env_tasks_returning_non_list(tmp_path: Path) -> None:
     assert_reported(stderr, module, None, "tasks('train')")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: suite/pyenv.py read_python_suite catches Exception only; sys.exit() while importing "
-    "the env escapes validate_suite as SystemExit and the CLI exits with the env's code and no message",
-)
 @pytest.mark.parametrize("status", [0, 1])
 def test_python_env_exiting_at_import(tmp_path: Path, status: int) -> None:
     source = f"import sys\n\nsys.exit({status})\n"

@@ -131,25 +131,29 @@ class CommandScorer(Scorer):
 def _run_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
     """Run a shell command in its own process group; kill the group at the timeout."""
     # shell=True is deliberate: the command comes from the suite author, never from agent output.
-    proc = subprocess.Popen(
-        command,
-        shell=True,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(proc.pid)
-        proc.communicate()
-        raise ScoringError(f"scoring command timed out after {timeout:g} s: {command}") from exc
-    finally:
-        _kill_group(proc.pid)  # reap anything the command left running in the background
-    lines = out.decode("utf-8", "replace").strip().splitlines()
+    # Output goes to a file, not a pipe: a background child holding a pipe open would
+    # otherwise make a finished command look like a hang.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            _kill_group(proc.pid)
+            proc.wait()
+            raise ScoringError(f"scoring command timed out after {timeout:g} s: {command}") from exc
+        finally:
+            _kill_group(proc.pid)  # reap anything the command left running in the background
+        log.seek(0)
+        lines = log.read().decode("utf-8", "replace").strip().splitlines()
     return proc.returncode, (lines[-1][:160] if lines else "")
 
 
@@ -174,9 +178,8 @@ class RubricScorer(Scorer):
         return []
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
-        module = self.suite.rubric_module()
         try:
-            raw = module.score(task.as_json(), workspace, RUBRIC_MODE_ARG)
+            raw = self.suite.rubric_module().score(task.as_json(), workspace, RUBRIC_MODE_ARG)
         except Exception as exc:
             raise ScoringError(f"rubric.py score() raised {type(exc).__name__}: {exc}") from exc
         return score_from_mapping(

@@ -37,11 +37,15 @@ def load_module(path: Path, prefix: str) -> ModuleType:
         raise UsageError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # Loading a suite must write nothing, not even __pycache__ next to the user's file.
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    finally:
+        sys.dont_write_bytecode = saved
     return module
 
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
-from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
+from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task, safe_id
 
 CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
 _FENCE_OPEN = re.compile(r"^\s*```json\s*$")
@@ -30,7 +30,7 @@ class JsonlSuite(Suite):
     def contract_files(self) -> list[tuple[str, Path]]:
         files = [(name, self.root / name) for name in CONTRACT_FILES if (self.root / name).is_file()]
         refs = self.root / "refs"
-        files += [(p.relative_to(self.root).as_posix(), p) for p in iter_tree(refs)]
+        files += [(p.relative_to(self.root).as_posix(), p) for p in iter_tree(refs, hidden=True)]
         return files
 
     def scoring_mode(self, task: Task) -> str:
@@ -61,7 +61,9 @@ def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | Non
     """The first fenced json block of scoring.md as a SuiteConfig (defaults when none)."""
     from skilltune.score.registry import scoring_modes
 
-    text = scoring_md.read_text(encoding="utf-8")
+    text = _read_text(scoring_md, problems)
+    if text is None:
+        return None
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if _FENCE_OPEN.match(line)), None)
     if start is None:
@@ -115,6 +117,15 @@ def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | Non
     return config
 
 
+def _read_text(path: Path, problems: list[Problem]) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        problems.append(Problem(file=str(path), line=line, message="not UTF-8 text: save the file as UTF-8"))
+        return None
+
+
 def _key_line(lines: list[str], start: int, end: int, key: str) -> int:
     for i in range(start + 1, end):
         if f'"{key}"' in lines[i]:
@@ -148,7 +159,10 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
                 problems.append(Problem(file=str(path), message=f"missing: a suite needs {split}.jsonl"))
             continue
         tasks = []
-        raw_lines = path.read_text(encoding="utf-8").splitlines()
+        content = _read_text(path, problems)
+        if content is None:
+            continue
+        raw_lines = content.splitlines()
         for number, line in enumerate(raw_lines, start=1):
             if not line.strip():
                 continue
@@ -165,6 +179,7 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
         splits[split] = tasks
 
     _check_rubric(root, problems)
+    _check_symlinks(root, problems)
     if problems or config is None:
         return None, problems
     return JsonlSuite(root, root, config, splits), problems
@@ -202,8 +217,14 @@ def _read_task(
         report(f"'id' must be a non-empty string, got {task_id!r}: write it in quotes")
     elif task_id in seen:
         report(f"duplicate id {task_id!r} (first at {seen[task_id]})")
+    elif f"safe:{safe_id(task_id)}" in seen:
+        other = seen[f"safe:{safe_id(task_id)}"]
+        report(
+            f"id {task_id!r} and the id at {other} both become {safe_id(task_id)!r} in file names: rename one"
+        )
     else:
         seen[task_id] = f"{path.name}:{number}"
+        seen[f"safe:{safe_id(task_id)}"] = f"{path.name}:{number}"
 
     prompt = obj.get("prompt")
     if prompt is None:
@@ -257,6 +278,12 @@ def check_file_entry(root: Path, rel: Any) -> str | None:
         return f"files entry {rel!r} is absolute: give a path relative to the suite folder"
     if ".." in posix.parts:
         return f"files entry {rel!r} escapes the suite ('..'): keep task files under the suite folder"
+    if posix.parts and posix.parts[0] == "refs":
+        return (
+            f"files entry {rel!r} is under refs/, which holds reference material and never enters a workspace"
+        )
+    if not posix.parts or posix == PurePosixPath("."):
+        return f"files entry {rel!r} is the whole suite: list the files the agent needs"
     full = root / rel
     suite_real = root.resolve()
     if not full.exists():
@@ -273,12 +300,28 @@ def check_file_entry(root: Path, rel: Any) -> str | None:
     return None
 
 
+def _check_symlinks(root: Path, problems: list[Problem]) -> None:
+    """A symlink out of the suite would pull outside files into the contract hash or a workspace."""
+    suite_real = root.resolve()
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() and not path.resolve().is_relative_to(suite_real):
+            problems.append(
+                Problem(
+                    file=str(path),
+                    message=f"symlink out of the suite ({path.resolve()}): copy the file in instead",
+                )
+            )
+
+
 def _check_rubric(root: Path, problems: list[Problem]) -> None:
     rubric = root / "rubric.py"
     if not rubric.is_file():
         return
+    source = _read_text(rubric, problems)
+    if source is None:
+        return
     try:
-        tree = ast.parse(rubric.read_text(encoding="utf-8"), filename=str(rubric))
+        tree = ast.parse(source, filename=str(rubric))
     except SyntaxError as exc:
         problems.append(Problem(file=str(rubric), line=exc.lineno, message=f"syntax error: {exc.msg}"))
         return

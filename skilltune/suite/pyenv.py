@@ -62,7 +62,7 @@ class PythonSuite(Suite):
     def contract_files(self) -> list[tuple[str, Path]]:
         refs = self.root / "refs"
         return [(self.module_path.name, self.module_path)] + [
-            (p.relative_to(self.root).as_posix(), p) for p in iter_tree(refs)
+            (p.relative_to(self.root).as_posix(), p) for p in iter_tree(refs, hidden=True)
         ]
 
     def content_files(self) -> list[tuple[str, Path]]:
@@ -113,7 +113,9 @@ def read_python_suite(path: Path) -> tuple[PythonSuite | None, list[Problem]]:
         module = load_module(module_path, "skilltune_env")
     except SyntaxError as exc:
         return None, [Problem(file=where, line=exc.lineno, message=f"syntax error: {exc.msg}")]
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit from user code is a broken env, not our exit
         return None, [
             Problem(
                 file=where,
@@ -146,8 +148,10 @@ def read_python_suite(path: Path) -> tuple[PythonSuite | None, list[Problem]]:
     splits: dict[str, list[Task]] = {}
     for split in SPLITS:
         try:
-            items = module.tasks(split)
-        except Exception as exc:
+            returned = module.tasks(split)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit from user code is a broken env, not our exit
             problems.append(
                 Problem(
                     file=where,
@@ -156,7 +160,15 @@ def read_python_suite(path: Path) -> tuple[PythonSuite | None, list[Problem]]:
                 )
             )
             continue
-        items = list(items or [])
+        if returned is not None and not isinstance(returned, list | tuple):
+            problems.append(
+                Problem(
+                    file=where,
+                    message=f"tasks({split!r}) returned {type(returned).__name__}; return a list of task dicts",
+                )
+            )
+            continue
+        items = list(returned or [])
         if not items and split in REQUIRED_SPLITS:
             problems.append(Problem(file=where, message=f"empty split: tasks({split!r}) returned no tasks"))
         tasks = []

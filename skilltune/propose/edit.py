@@ -1,0 +1,172 @@
+"""Patch ops on skill text: exact-once anchors, all-or-nothing, front matter and
+PROTECTED blocks untouched."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from skilltune.propose.model import Edit
+from skilltune.skill import Candidate
+
+_PROTECTED = re.compile(r"<!--\s*PROTECTED:([A-Za-z0-9_.-]+)\s*-->.*?<!--\s*/PROTECTED\s*-->", re.S)
+_MARKER = re.compile(r"<!--\s*/?PROTECTED")
+NEAR_MATCH_RATIO = 0.92
+
+
+class PatchError(ValueError):
+    """A patch op that cannot be applied; the whole patch is refused."""
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+
+
+def locked_spans(text: str) -> list[Span]:
+    """Regions no step edit may touch: the front matter and every PROTECTED block."""
+    spans = []
+    if text.startswith("---"):
+        close = re.search(r"^---[ \t]*$", text[3:], re.M)
+        if close:
+            spans.append(Span(0, 3 + close.end()))
+    spans += [Span(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
+    return spans
+
+
+def protected_blocks(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(0) for m in _PROTECTED.finditer(text)}
+
+
+def _overlaps(a: Span, spans: list[Span]) -> bool:
+    return any(a.start < s.end and s.start < a.end for s in spans)
+
+
+def find_anchor(text: str, anchor: str) -> tuple[Span, str | None]:
+    """The one place ``anchor`` occurs; a unique near match is accepted and returned as matched text."""
+    if not anchor.strip():
+        raise PatchError("empty anchor")
+    count = text.count(anchor)
+    if count == 1:
+        start = text.index(anchor)
+        return Span(start, start + len(anchor)), None
+    if count > 1:
+        raise PatchError(f"anchor occurs {count} times (must be exactly once): {anchor[:60]!r}")
+    near = _near_matches(text, anchor)
+    if len(near) == 1:
+        span = near[0]
+        return span, text[span.start : span.end]
+    if not near:
+        raise PatchError(f"anchor not found: {anchor[:60]!r}")
+    raise PatchError(f"anchor is ambiguous ({len(near)} near matches): {anchor[:60]!r}")
+
+
+def _near_matches(text: str, anchor: str) -> list[Span]:
+    """Windows of whole lines whose whitespace- and case-folded form matches the anchor closely."""
+    target = " ".join(anchor.split()).lower()
+    n_lines = max(1, anchor.strip().count("\n") + 1)
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    scored: list[tuple[float, Span]] = []
+    for i in range(len(lines) - n_lines + 1):
+        window = "".join(lines[i : i + n_lines])
+        folded = " ".join(window.split()).lower()
+        if not folded:
+            continue
+        if folded == target:
+            ratio = 1.0
+        elif target in folded:
+            # The anchor is part of this window, modulo whitespace/case: match the window.
+            ratio = 0.99
+        else:
+            ratio = difflib.SequenceMatcher(None, folded, target, autojunk=False).ratio()
+        if ratio >= NEAR_MATCH_RATIO:
+            stripped_end = offsets[i + n_lines] - (len(window) - len(window.rstrip("\n")))
+            scored.append((ratio, Span(offsets[i], stripped_end)))
+    if not scored:
+        return []
+    best = max(r for r, _ in scored)
+    return [s for r, s in scored if r == best]
+
+
+def _body_end(text: str) -> int:
+    """Where ``append`` inserts: before a PROTECTED block that ends the file, else at the end."""
+    stripped = text.rstrip()
+    blocks = list(_PROTECTED.finditer(text))
+    if blocks and blocks[-1].end() >= len(stripped):
+        return blocks[-1].start()
+    return len(text)
+
+
+def apply_edit(text: str, edit: Edit) -> tuple[str, Edit]:
+    """Apply one op to ``text``; returns the new text and the edit with ``matched`` recorded."""
+    if _MARKER.search(edit.text) or edit.text.lstrip().startswith("---\n"):
+        raise PatchError("edit text may not contain PROTECTED markers or front matter")
+    locked = locked_spans(text)
+    if edit.op == "append":
+        if not edit.text.strip():
+            raise PatchError("append with empty text")
+        at = _body_end(text)
+        head, tail = text[:at], text[at:]
+        insertion = edit.text.strip("\n") + "\n"
+        if head and not head.endswith("\n"):
+            head += "\n"
+        if tail:
+            insertion += "\n"
+        return head + insertion + tail, edit
+    if edit.anchor is None:
+        raise PatchError(f"{edit.op} needs an anchor")
+    span, matched = find_anchor(text, edit.anchor)
+    if _overlaps(span, locked):
+        raise PatchError(f"anchor lies in the front matter or a PROTECTED block: {edit.anchor[:60]!r}")
+    recorded = edit.model_copy(update={"matched": matched}) if matched is not None else edit
+    if edit.op == "replace":
+        return text[: span.start] + edit.text + text[span.end :], recorded
+    if edit.op == "delete":
+        line_start = text.rfind("\n", 0, span.start) + 1
+        line_end = text.find("\n", span.end)
+        line_end = len(text) if line_end < 0 else line_end + 1
+        rest = text[line_start : span.start] + text[span.end : line_end]
+        if not rest.strip():  # the anchor was the whole line: drop the line
+            return text[:line_start] + text[line_end:], recorded
+        return text[: span.start] + text[span.end :], recorded
+    if not edit.text.strip():
+        raise PatchError("insert_after with empty text")
+    line_end = text.find("\n", span.end)
+    if line_end < 0:
+        return text + "\n" + edit.text.strip("\n") + "\n", recorded
+    insert_at = line_end + 1
+    if _overlaps(Span(insert_at, insert_at), [Span(s.start + 1, s.end) for s in locked]):
+        raise PatchError("insert_after would land inside a PROTECTED block")
+    return text[:insert_at] + edit.text.strip("\n") + "\n" + text[insert_at:], recorded
+
+
+def apply_patch(candidate: Candidate, edits: list[Edit]) -> tuple[Candidate, list[Edit]]:
+    """Apply every edit in order, or none: any failure raises PatchError naming the op."""
+    files = dict(candidate.files)
+    applied = []
+    for index, edit in enumerate(edits):
+        if edit.file not in files:
+            raise PatchError(f"op {index + 1} ({edit.op}) edits {edit.file!r}, which is not in the skill")
+        before = files[edit.file]
+        try:
+            files[edit.file], recorded = apply_edit(before, edit)
+        except PatchError as exc:
+            raise PatchError(f"op {index + 1} ({edit.compact()}): {exc}") from None
+        if protected_blocks(files[edit.file]) != protected_blocks(before):
+            raise PatchError(f"op {index + 1} ({edit.compact()}) would change a PROTECTED block")
+        applied.append(recorded)
+    return Candidate(files, candidate.main, candidate.kind, candidate.fallback_name), applied
+
+
+def check_edit(candidate: Candidate, edit: Edit) -> str | None:
+    """Why ``edit`` cannot apply to ``candidate`` on its own (None when it can)."""
+    try:
+        apply_patch(candidate, [edit])
+    except PatchError as exc:
+        return str(exc)
+    return None

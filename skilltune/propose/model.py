@@ -1,0 +1,104 @@
+"""What proposers see and say: trajectories, evidence packets, edits."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EditOp = Literal["append", "insert_after", "replace", "delete"]
+
+
+class Trajectory(BaseModel):
+    """One train rollout as the analyst sees it. Train evidence only; no score checks
+    (for checklist suites they are the expected strings)."""
+
+    id: str  # "<task id>#r<replicate>"
+    task_id: str
+    prompt: str
+    output: str
+    hard: int
+    soft: float
+    status: str
+    diff: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.hard == 0
+
+
+class Edit(BaseModel):
+    """One anchored patch operation on one skill file.
+
+    ``append`` adds ``text`` at the end of the editable body; ``insert_after`` puts
+    ``text`` on new lines after the line holding ``anchor``; ``replace`` swaps
+    ``anchor`` for ``text``; ``delete`` removes ``anchor``. ``anchor`` must occur
+    exactly once (a unique near match is accepted and recorded in ``matched``).
+    ``support`` names the trajectories behind the edit; ``rank`` is the proposer's
+    own order (0 = strongest).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    op: EditOp
+    file: str = "SKILL.md"
+    anchor: str | None = None
+    text: str = ""
+    rationale: str = ""
+    support: list[str] = Field(default_factory=list)
+    rank: int = 0
+    kind: Literal["failure", "success"] = "failure"
+    matched: str | None = None
+
+    def compact(self) -> str:
+        """``op@anchor: text`` — how rejected edits are shown to later proposer prompts."""
+        anchor = f"@{_clip(self.anchor)}" if self.anchor else ""
+        body = f": {_clip(self.text, 160)}" if self.text else ""
+        return f"{self.op}{anchor}{body}"
+
+
+def _clip(text: str | None, limit: int = 60) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class RejectedEdit(BaseModel):
+    step: int
+    edit: str  # compact form
+    evidence: str  # the gate's evidence, one line
+
+
+class EvidencePacket(BaseModel):
+    """Everything a proposer may use for one step. Built from train rollouts only."""
+
+    step: int
+    mode: Literal["patch", "rewrite"]
+    skill_files: dict[str, str]
+    skill_main: str
+    failures: list[Trajectory]
+    successes: list[Trajectory]
+    rejected: list[RejectedEdit] = Field(default_factory=list)
+    memory: str = ""
+    max_edits: int = 4
+    seed: int = 0
+
+
+class ProposerCall(BaseModel):
+    """One model call a proposer made (kept for audit: prompts must hold train evidence only)."""
+
+    role: str
+    model: str
+    prompt: str
+    response: str
+    seconds: float = 0.0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
+class Proposal(BaseModel):
+    """A proposer's answer: edits (patch mode) or whole files (rewrite mode)."""
+
+    edits: list[Edit] = Field(default_factory=list)
+    files: dict[str, str] | None = None
+    calls: list[ProposerCall] = Field(default_factory=list)
+    notes: dict[str, Any] = Field(default_factory=dict)

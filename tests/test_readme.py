@@ -1,0 +1,54 @@
+"""The README's examples run as written (output folders redirected to tmp)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from skilltune.cli import app
+from tests.helpers import REPO
+
+README = (REPO / "README.md").read_text()
+BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
+
+
+def _blocks(lang: str) -> list[str]:
+    return [body for kind, body in BLOCK.findall(README) if kind == lang]
+
+
+def _commands() -> list[str]:
+    return [
+        line.strip()
+        for body in _blocks("sh")
+        for line in body.splitlines()
+        if line.strip().startswith("skilltune ")
+    ]
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_readme_command_runs(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    args = shlex.split(command.split("#", 1)[0])[1:]
+    if "--out" in args:
+        args[args.index("--out") + 1] = str(tmp_path / "out")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, f"{command}\n{result.output}"
+
+
+def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    (code,) = _blocks("python")
+    code = code.replace('"runs/api-eval"', repr(str(tmp_path / "api")))
+    exec(compile(code, "README.md", "exec"), {})
+    assert (tmp_path / "api" / "summary.json").is_file()
+
+
+def test_readme_quickstart_starts_with_make_demo_and_make_test() -> None:
+    quickstart = README.split("## Quickstart", 1)[1]
+    first = _blocks("sh")[0].strip().splitlines()
+    assert first[0].startswith("make demo") and first[1].startswith("make test")
+    assert quickstart.index("make demo") < quickstart.index("make test")
