@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -22,12 +23,19 @@ from rich.table import Table
 
 from skilltune import __version__
 from skilltune.agents import AGENTS, get_backend
+from skilltune.compare import Comparison
+from skilltune.compare import compare as skilltune_compare
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.evaluate import EvalSummary, evaluate
+from skilltune.progress import LiveReporter, PlainReporter, Reporter
 from skilltune.rollout import RolloutRecord
-from skilltune.skill import lint_candidate, load_skill
+from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.smoke import smoke as run_smoke
 from skilltune.suite import load_suite, validate_suite
+from skilltune.supervise import supervise
+from skilltune.train import TrainResult
+from skilltune.train import resume as skilltune_resume
+from skilltune.train import train as skilltune_train
 
 app = typer.Typer(
     name="skilltune",
@@ -277,6 +285,272 @@ def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single inst
     if any(i.severity == "error" for i in issues):
         raise typer.Exit(1)
     out.print(f"ok: {candidate.name} ({candidate.short}), {len(candidate.files)} file(s)")
+
+
+# --- train / resume / compare -----------------------------------------------------------------
+
+RunOpt = Annotated[int | None, typer.Option(min=1)]
+
+
+def _reporter(quiet: bool) -> Reporter:
+    if not quiet and err.is_terminal:
+        return LiveReporter(err)
+    return PlainReporter(quiet=quiet)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A TOML file of train settings (keys as the flags, with - or _), flags override it."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--config {path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    return {key.replace("-", "_"): value for key, value in raw.items()}
+
+
+def _finish_run(result: TrainResult) -> None:
+    out.print(f"\n[bold]{result.state}[/bold]: {result.reason}", markup=True)
+    out.print(
+        f"seed val {_fmt(result.seed_val)}, best val {_fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
+    )
+    if result.comparison is not None:
+        print_comparison(result.comparison)
+    run = Path(result.run_dir)
+    out.print(f"\nrun: {run}\nresults: {run / 'results.tsv'}\nbest skill: {run / 'best_skill'}")
+    if result.state in ("blocked", "crash"):
+        raise typer.Exit(3)
+
+
+@app.command(
+    epilog="Example: skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --proposer mock --tag demo --max-steps 8 --seed 1"
+)
+@guarded
+def train(
+    suite: SuiteArg,
+    skill: Annotated[
+        Path | None, typer.Option("--skill", "-s", help="Seed skill folder or instruction file.")
+    ] = None,
+    tag: Annotated[str | None, typer.Option(help="Run name: the run lives in RUNS_DIR/TAG.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Target agent (default mock).")] = None,
+    proposer: Annotated[
+        str | None, typer.Option(help="Proposer: mock, or a model backend (default mock).")
+    ] = None,
+    mode: Annotated[
+        str | None, typer.Option(help="patch (anchored edits) or rewrite (whole document).")
+    ] = None,
+    gate: Annotated[str | None, typer.Option(help="Gate strategy: strict or paired-z.")] = None,
+    metric: Annotated[
+        str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
+    ] = None,
+    max_steps: RunOpt = None,
+    epochs: RunOpt = None,
+    epoch_steps: RunOpt = None,
+    batch: Annotated[int | None, typer.Option(min=1, help="Train minibatch size (default 8).")] = None,
+    reps: Annotated[
+        int | None, typer.Option(min=1, help="Replicates per task in train and gate passes.")
+    ] = None,
+    test_reps: Annotated[
+        int | None, typer.Option(min=1, help="Replicates per task in the final test (default 3).")
+    ] = None,
+    screen: Annotated[
+        bool | None, typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first.")
+    ] = None,
+    budget_rollouts: RunOpt = None,
+    budget_tokens: RunOpt = None,
+    budget_usd: Annotated[float | None, typer.Option(min=0.0)] = None,
+    budget_hours: Annotated[float | None, typer.Option(min=0.0)] = None,
+    patience: Annotated[
+        int | None, typer.Option(min=1, help="Discarded candidates in a row that end the run (default 5).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed (default 0).")] = None,
+    workers: RunOpt = None,
+    runs_dir: Annotated[Path | None, typer.Option(help="Where runs live (default ./runs).")] = None,
+    evidence_from: Annotated[
+        Path | None, typer.Option(help="Use the train rollouts recorded by another run.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML file with any of these settings; flags override it.")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    proposer_opt: Annotated[
+        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value (repeatable).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Start over if the tag exists.")] = False,
+    supervise_run: Annotated[
+        bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
+) -> None:
+    """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
+    settings: dict[str, Any] = read_config_file(config) if config else {}
+    flags = dict(
+        skill=skill,
+        tag=tag,
+        agent=agent,
+        proposer=proposer,
+        mode=mode,
+        gate=gate,
+        metric=metric,
+        max_steps=max_steps,
+        epochs=epochs,
+        epoch_steps=epoch_steps,
+        batch=batch,
+        reps=reps,
+        test_reps=test_reps,
+        screen=screen,
+        budget_rollouts=budget_rollouts,
+        budget_tokens=budget_tokens,
+        budget_usd=budget_usd,
+        budget_hours=budget_hours,
+        patience=patience,
+        seed=seed,
+        workers=workers,
+        runs_dir=runs_dir,
+        evidence_from=evidence_from,
+    )
+    settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
+    settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)
+    settings["proposer_options"] = settings.get("proposer_options", {}) | parse_agent_opts(proposer_opt)
+    settings.pop("suite", None)
+    if "skill" not in settings or "tag" not in settings:
+        raise UsageError("give --skill (the seed skill) and --tag (the run's name)")
+    if supervise_run:
+        run_dir = Path(settings.get("runs_dir", "runs")) / str(settings["tag"])
+        first = [a for a in sys.argv[1:] if a != "--supervise"]
+        raise typer.Exit(supervise(first, run_dir))
+    skill_path = settings.pop("skill")
+    tag_name = settings.pop("tag")
+    reporter = _reporter(quiet)
+    try:
+        result = skilltune_train(suite, skill_path, tag=tag_name, force=force, reporter=reporter, **settings)
+    finally:
+        reporter.close()
+    _finish_run(result)
+
+
+@app.command(epilog="Example: skilltune resume runs/demo")
+@guarded
+def resume(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")],
+    budget_rollouts: RunOpt = None,
+    budget_tokens: RunOpt = None,
+    budget_usd: Annotated[float | None, typer.Option(min=0.0)] = None,
+    budget_hours: Annotated[float | None, typer.Option(min=0.0)] = None,
+    workers: RunOpt = None,
+    agent_opt: AgentOpts = None,
+    supervise_run: Annotated[
+        bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
+) -> None:
+    """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*)."""
+    if supervise_run:
+        raise typer.Exit(supervise([a for a in sys.argv[1:] if a != "--supervise"], run_dir))
+    overrides: dict[str, Any] = dict(
+        budget_rollouts=budget_rollouts,
+        budget_tokens=budget_tokens,
+        budget_usd=budget_usd,
+        budget_hours=budget_hours,
+        workers=workers,
+    )
+    if agent_opt:
+        overrides["agent_options"] = parse_agent_opts(agent_opt)
+    reporter = _reporter(quiet)
+    try:
+        result = skilltune_resume(
+            run_dir, reporter=reporter, **{k: v for k, v in overrides.items() if v is not None}
+        )
+    finally:
+        reporter.close()
+    _finish_run(result)
+
+
+def print_comparison(comparison: Comparison) -> None:
+    table = Table(
+        title=f"{comparison.split}: {comparison.reps} rep(s) per task, {comparison.agent}",
+        title_justify="left",
+    )
+    for col in ("arm", "skill", "tasks", "rollouts", "hard", "soft", "mixed"):
+        table.add_column(col, justify="left" if col in ("arm", "skill") else "right")
+    for name, arm in comparison.arms.items():
+        table.add_row(
+            name,
+            arm.skill_hash[:12],
+            str(arm.n_tasks),
+            str(arm.n_rollouts),
+            _fmt(arm.hard_acc),
+            _fmt(arm.soft_acc),
+            _fmt(arm.mixed),
+        )
+    out.print(table)
+    pairs = Table(title=f"paired by task ({comparison.metric}; diff = b - a)", title_justify="left")
+    for col in ("a", "b", "diff", "95% CI", "p", "verdict"):
+        pairs.add_column(col)
+    for pair in comparison.pairs:
+        ci = f"[{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" if pair.ci95 else "-"
+        p = "-" if pair.p_value is None else f"{pair.p_value:.3g}"
+        pairs.add_row(pair.a, pair.b, f"{pair.diff:+.3f}", ci, p, pair.verdict)
+    out.print(pairs)
+    if comparison.contaminated:
+        out.print("[yellow]warning:[/yellow] infra errors remain: some rollouts are not scored", markup=True)
+
+
+@app.command(
+    epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo"
+)
+@guarded
+def compare(
+    suite: SuiteArg,
+    arms: Annotated[
+        list[str], typer.Argument(help="NAME=SKILL for each arm (a folder or instruction file).")
+    ],
+    no_skill: Annotated[
+        bool, typer.Option("--no-skill", help="Add the arm 'noskill': the agent without any skill.")
+    ] = False,
+    agent: AgentOpt = "mock",
+    split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
+    reps: Annotated[int, typer.Option(min=1, help="Replicates per task and arm.")] = 3,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
+    metric: Annotated[str, typer.Option(help="hard, soft or mixed.")] = "mixed",
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
+    loaded = load_suite(suite)
+    candidates: dict[str, Candidate | None] = {}
+    for spec in arms:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"arm {spec!r}: write NAME=SKILL, e.g. seed=examples/mock-demo/skill")
+        if name in candidates or name == "noskill":
+            raise UsageError(f"arm name {name!r} is used twice (or is the reserved 'noskill')")
+        candidates[name] = load_skill(path)
+    if no_skill:
+        candidates["noskill"] = None
+    target = out_dir or Path("runs") / f"compare-{split}-s{seed}"
+    with _progress(quiet) as report:
+        comparison = skilltune_compare(
+            loaded,
+            candidates,
+            agent=agent,
+            split=split,
+            reps=reps,
+            seed=seed,
+            workers=workers,
+            metric=metric,
+            out=target,
+            agent_options=parse_agent_opts(agent_opt),
+            force=force,
+            on_record=report,
+        )
+    print_comparison(comparison)
+    out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / 'test'}")
 
 
 def main() -> None:

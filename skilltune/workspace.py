@@ -43,8 +43,11 @@ def workspaces_root() -> Path:
     return root
 
 
-def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), **_GIT_ENV}
+def git(
+    cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run git isolated from the user's configuration (no hooks, no signing, fixed identity)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), **_GIT_ENV, **(env or {})}
     proc = subprocess.run(
         ["git", *args], cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL, check=False
     )

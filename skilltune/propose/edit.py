@@ -170,3 +170,12 @@ def check_edit(candidate: Candidate, edit: Edit) -> str | None:
     except PatchError as exc:
         return str(exc)
     return None
+
+
+def set_protected_block(text: str, name: str, content: str) -> str:
+    """Replace the body of ``<!-- PROTECTED:name -->`` (or add the block at the end)."""
+    block = f"<!-- PROTECTED:{name} -->\n{content.strip()}\n<!-- /PROTECTED -->"
+    pattern = re.compile(rf"<!--\s*PROTECTED:{re.escape(name)}\s*-->.*?<!--\s*/PROTECTED\s*-->", re.S)
+    if pattern.search(text):
+        return pattern.sub(lambda _: block, text, count=1)
+    return text.rstrip("\n") + "\n\n" + block + "\n"

@@ -64,7 +64,8 @@ def _clip(text: str | None, limit: int = 60) -> str:
 
 class RejectedEdit(BaseModel):
     step: int
-    edit: str  # compact form
+    edit: str  # compact form, as shown to proposers
+    text: str = ""  # the edit's full text, so a proposer can avoid proposing it again
     evidence: str  # the gate's evidence, one line
 
 

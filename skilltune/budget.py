@@ -1,0 +1,137 @@
+"""Budgets of a training run: what a step costs, what the run plans, what it has spent.
+
+Spending is read from the run directory (every record.json is one rollout), so a
+resumed run counts what earlier sessions spent, and the rollout budget ends a
+run at the same unit however often it was interrupted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from skilltune.rollout import RolloutRecord
+from skilltune.store import RunDir, read_json
+from skilltune.suite import Suite
+
+
+class BudgetExhausted(Exception):
+    """A budget cannot pay for the next unit."""
+
+
+@dataclass(frozen=True)
+class Spent:
+    rollouts: int
+    tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Rollouts per unit, from the suite's split sizes and the run's settings."""
+
+    train: int
+    val: int
+    test: int
+    batch: int
+    reps: int
+    test_reps: int
+    screen: bool
+    slow_sample: int
+
+    @classmethod
+    def of(cls, suite: Suite, batch: int, reps: int, test_reps: int, screen: bool, slow_sample: int) -> Plan:
+        train = len(suite.tasks("train"))
+        return cls(
+            train=train,
+            val=len(suite.tasks("val")),
+            test=len(suite.tasks("test")) if suite.has_split("test") else 0,
+            batch=min(batch, train),
+            reps=reps,
+            test_reps=test_reps,
+            screen=screen,
+            slow_sample=min(slow_sample, train),
+        )
+
+    @property
+    def baseline(self) -> int:
+        return self.val * self.reps
+
+    @property
+    def gate(self) -> int:
+        return 2 * self.val * self.reps
+
+    @property
+    def step(self) -> int:
+        """The train minibatch, the optional screen on it, and the gate's val pass."""
+        return self.batch * self.reps * (2 if self.screen else 1) + self.gate
+
+    @property
+    def epoch(self) -> int:
+        return 2 * self.slow_sample * self.reps + self.gate
+
+    @property
+    def final(self) -> int:
+        return 2 * self.test * self.test_reps
+
+    def total(self, steps: int, epochs: int) -> int:
+        return self.baseline + steps * self.step + epochs * self.epoch + self.final
+
+    def explain_step(self) -> str:
+        screen = " x2 with --screen" if self.screen else ""
+        return f"train {self.batch}x{self.reps}{screen}, gate 2x{self.val}x{self.reps}"
+
+
+def spent(run: RunDir) -> Spent:
+    """Rollouts, tokens (agents and proposers) and USD recorded in the run directory."""
+    rollouts, tokens, cost = 0, 0, 0.0
+    for path in run.root.rglob("record.json"):
+        rec = RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        rollouts += 1
+        tokens += (rec.tokens_in or 0) + (rec.tokens_out or 0)
+        cost += rec.cost_usd or 0.0
+    for path in run.steps.rglob("reflections.json"):
+        for call in read_json(path).get("calls", []):
+            tokens += (call.get("tokens_in") or 0) + (call.get("tokens_out") or 0)
+    return Spent(rollouts, tokens, cost)
+
+
+def hours_spent(run: RunDir) -> float:
+    """Active hours over every session; a session ends at its last journal event."""
+    total = 0.0
+    start: datetime | None = None
+    last: datetime | None = None
+    for row in run.read_journal():
+        ts = datetime.fromisoformat(row["ts"])
+        if row["event"] == "session_start":
+            if start is not None and last is not None:
+                total += (last - start).total_seconds()
+            start = ts
+        last = ts
+    if start is not None and last is not None:
+        total += (last - start).total_seconds()
+    return total / 3600
+
+
+@dataclass(frozen=True)
+class Budget:
+    rollouts: int | None = None
+    tokens: int | None = None
+    usd: float | None = None
+    hours: float | None = None
+
+    def check(self, run: RunDir, need: int) -> None:
+        """Raise BudgetExhausted when the next unit (``need`` rollouts) cannot be paid."""
+        used = spent(run)
+        if self.rollouts is not None and used.rollouts + need > self.rollouts:
+            raise BudgetExhausted(
+                f"rollout budget: {used.rollouts} spent of {self.rollouts}, the next unit needs {need}"
+            )
+        if self.tokens is not None and used.tokens >= self.tokens:
+            raise BudgetExhausted(f"token budget: {used.tokens} spent of {self.tokens}")
+        if self.usd is not None and used.cost_usd >= self.usd:
+            raise BudgetExhausted(f"USD budget: {used.cost_usd:.2f} spent of {self.usd:.2f}")
+        if self.hours is not None:
+            hours = hours_spent(run)
+            if hours >= self.hours:
+                raise BudgetExhausted(f"time budget: {hours:.2f} h spent of {self.hours:.2f} h")

@@ -1,0 +1,203 @@
+"""Held-out comparison of arms (skills, or no skill): the only number that matters.
+
+``compare`` runs every arm on a split with replicates and writes comparison.json;
+``build_comparison`` turns records into that schema (train's final step uses it too).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from skilltune.agents import get_backend, parse_agent_options
+from skilltune.errors import UsageError
+from skilltune.evaluate import make_jobs, prepare_out
+from skilltune.execute import Executor, make_executor
+from skilltune.rollout import NO_SKILL, Phase, RetryPolicy, RolloutRecord, RolloutRunner
+from skilltune.score.base import require_same_contract
+from skilltune.skill import Candidate
+from skilltune.stats import mean, paired_differences, paired_t, task_means
+from skilltune.store import write_json
+from skilltune.suite import Suite, load_suite
+
+COMPARISON_SCHEMA_VERSION = 1
+
+
+class ArmResult(BaseModel):
+    skill_hash: str
+    hard_acc: float | None
+    soft_acc: float | None
+    mixed: float | None
+    n_tasks: int
+    n_rollouts: int
+    n_scored: int
+    statuses: dict[str, int]
+    per_task: dict[str, list[float | None]]
+
+
+class PairResult(BaseModel):
+    a: str
+    b: str
+    diff: float
+    ci95: list[float] | None
+    p_value: float | None
+    n_tasks: int
+    verdict: str
+
+
+class Comparison(BaseModel):
+    schema_version: int = COMPARISON_SCHEMA_VERSION
+    suite: str
+    split: str
+    agent: str
+    reps: int
+    metric: str
+    contract: str | None
+    contaminated: bool
+    arms: dict[str, ArmResult]
+    pairs: list[PairResult]
+
+
+def _arm(
+    records: list[RolloutRecord], task_ids: list[str], reps: int, metric: str, skill_hash: str
+) -> ArmResult:
+    per_task: dict[str, list[float | None]] = {t: [None] * reps for t in task_ids}
+    per_metric: dict[str, dict[str, list[float | None]]] = {
+        m: {t: [None] * reps for t in task_ids} for m in ("hard", "soft", "mixed")
+    }
+    statuses: dict[str, int] = {}
+    for r in records:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+        if r.score is None or r.task_id not in per_task or r.replicate >= reps:
+            continue
+        per_task[r.task_id][r.replicate] = r.score.metric(metric)
+        for m in per_metric:
+            per_metric[m][r.task_id][r.replicate] = r.score.metric(m)
+
+    def acc(m: str) -> float | None:
+        means = task_means(per_metric[m])
+        return round(mean(list(means.values())), 6) if means else None
+
+    return ArmResult(
+        skill_hash=skill_hash,
+        hard_acc=acc("hard"),
+        soft_acc=acc("soft"),
+        mixed=acc("mixed"),
+        n_tasks=len(task_means(per_task)),
+        n_rollouts=len(records),
+        n_scored=sum(1 for r in records if r.score is not None),
+        statuses=dict(sorted(statuses.items())),
+        per_task=per_task,
+    )
+
+
+def build_comparison(
+    suite: Suite,
+    split: str,
+    agent: str,
+    reps: int,
+    metric: str,
+    arms: Mapping[str, tuple[str, list[RolloutRecord]]],
+) -> Comparison:
+    """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a."""
+    task_ids = [t.id for t in suite.tasks(split)]
+    results = {name: _arm(recs, task_ids, reps, metric, h) for name, (h, recs) in arms.items()}
+    scored = [r.score.contract for _, recs in arms.values() for r in recs if r.score is not None]
+    contract = require_same_contract(scored) if scored else None
+    pairs = []
+    for a, b in itertools.combinations(results, 2):
+        diffs = paired_differences(task_means(results[a].per_task), task_means(results[b].per_task))
+        res = paired_t(diffs)
+        pairs.append(
+            PairResult(
+                a=a,
+                b=b,
+                diff=round(res.diff, 6),
+                ci95=[round(res.ci95[0], 6), round(res.ci95[1], 6)] if res.ci95 else None,
+                p_value=None if res.p_value is None else round(res.p_value, 6),
+                n_tasks=res.n,
+                verdict=res.verdict,
+            )
+        )
+    contaminated = any(r.status in ("infra_error", "crashed") for _, recs in arms.values() for r in recs)
+    return Comparison(
+        suite=str(suite.source),
+        split=split,
+        agent=agent,
+        reps=reps,
+        metric=metric,
+        contract=contract,
+        contaminated=contaminated,
+        arms=results,
+        pairs=pairs,
+    )
+
+
+def run_arms(
+    suite: Suite,
+    arms: Mapping[str, Candidate | None],
+    runner: RolloutRunner,
+    executor: Executor,
+    split: str,
+    reps: int,
+    seed: int,
+    phase: Phase,
+    on_record: Callable[[RolloutRecord, int, int], None] | None = None,
+) -> dict[str, tuple[str, list[RolloutRecord]]]:
+    """Roll out every arm on ``split`` (one pool of jobs; records sorted into canonical order)."""
+    jobs = [job for cand in arms.values() for job in make_jobs(suite, split, cand, reps, seed, phase)]
+    by_cand: dict[str, list[RolloutRecord]] = {}
+    for done, record in enumerate(executor.map(jobs, runner), start=1):
+        by_cand.setdefault(record.candidate, []).append(record)
+        if on_record is not None:
+            on_record(record, done, len(jobs))
+    out = {}
+    for name, cand in arms.items():
+        key = cand.hash if cand else NO_SKILL
+        out[name] = (key, sorted(by_cand.get(key, []), key=lambda r: (r.task_id, r.replicate)))
+    return out
+
+
+def compare(
+    suite: Suite | Path | str,
+    arms: Mapping[str, Candidate | None],
+    *,
+    agent: str = "mock",
+    split: str = "test",
+    reps: int = 3,
+    seed: int = 0,
+    workers: int = 4,
+    metric: str = "mixed",
+    out: Path | str,
+    agent_options: dict[str, Any] | None = None,
+    force: bool = False,
+    retry: RetryPolicy | None = None,
+    on_record: Callable[[RolloutRecord, int, int], None] | None = None,
+) -> Comparison:
+    """Run each arm on ``split`` ``reps`` times and write ``out/comparison.json``."""
+    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    if len(arms) < 2:
+        raise UsageError("compare needs at least two arms (NAME=SKILL ..., or one skill and --no-skill)")
+    hashes = [c.hash if c else NO_SKILL for c in arms.values()]
+    if len(set(hashes)) < len(hashes):
+        raise UsageError("two arms are the same skill (same content hash): give different skills")
+    if metric not in ("hard", "soft", "mixed"):
+        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
+    backend = get_backend(agent)
+    options = parse_agent_options(backend, agent_options or {})
+    suite.tasks(split)
+    out = Path(out)
+    prepare_out(out, force)
+    runner = RolloutRunner(
+        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy()
+    )
+    executor = make_executor(workers, suite.config.max_concurrency)
+    phase: Phase = "test" if split == "test" else "eval"
+    recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, on_record)
+    comparison = build_comparison(suite, split, backend.name, reps, metric, recs)
+    write_json(out / "comparison.json", comparison)
+    return comparison

@@ -1,0 +1,164 @@
+"""Gates: should a candidate replace the incumbent? Decided on val, paired by task.
+
+A gate is a strategy object. It asks the sampler for rounds of paired rollouts
+(candidate and incumbent on the same val tasks, fresh replicate indices each
+round) until it can decide. Decisions use complete rounds only, in canonical
+(task, replicate) order, so parallelism cannot change them. A round holding
+infra errors or crashed rollouts is contaminated: no gate decides on it.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from skilltune.plugins import Registry
+from skilltune.rollout import RolloutRecord
+from skilltune.stats import mean, paired_differences, task_means
+
+Decision = Literal["accept", "reject", "contaminated"]
+
+
+class Sampler(Protocol):
+    def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
+        """Run round ``index``: (candidate records, incumbent records) on every val task."""
+        ...
+
+
+class Round(BaseModel):
+    index: int
+    replicates: int
+    candidate: float | None
+    incumbent: float | None
+    n_pairs: int
+    rollouts: int
+    statistic: dict[str, Any] = Field(default_factory=dict)
+
+
+class Verdict(BaseModel):
+    decision: Decision
+    reason: str
+    metric: str
+    val_candidate: float | None
+    val_incumbent: float | None
+    rounds: list[Round]
+    rollouts: int
+
+    @property
+    def accept(self) -> bool:
+        return self.decision == "accept"
+
+
+def contaminated(records: list[RolloutRecord]) -> bool:
+    return any(r.status in ("infra_error", "crashed") for r in records)
+
+
+def _per_task(records: list[RolloutRecord], metric: str) -> dict[str, list[float | None]]:
+    out: dict[str, list[float | None]] = {}
+    for r in sorted(records, key=lambda r: (r.task_id, r.replicate)):
+        out.setdefault(r.task_id, []).append(r.score.metric(metric) if r.score else None)
+    return out
+
+
+class Gate(ABC):
+    """``decide(sampler) -> Verdict``. Subclasses set ``name``."""
+
+    name: str
+
+    def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
+        self.metric = metric
+        self.reps = reps
+        self.settings = settings
+
+    @abstractmethod
+    def decide(self, sampler: Sampler) -> Verdict: ...
+
+    def _one_pass(self, sampler: Sampler) -> tuple[Round, list[float], Verdict | None]:
+        cand, inc = sampler.round(0, self.reps)
+        rollouts = len(cand) + len(inc)
+        a = task_means(_per_task(inc, self.metric))
+        b = task_means(_per_task(cand, self.metric))
+        diffs = paired_differences(a, b)
+        rnd = Round(
+            index=0,
+            replicates=self.reps,
+            candidate=round(mean(list(b.values())), 6) if b else None,
+            incumbent=round(mean(list(a.values())), 6) if a else None,
+            n_pairs=len(diffs),
+            rollouts=rollouts,
+        )
+        early = None
+        if contaminated(cand + inc):
+            early = self._verdict(
+                "contaminated", "infra errors remain in the gate batch after retries", [rnd]
+            )
+        elif not diffs:
+            early = self._verdict("reject", "no val task was scored for both skills", [rnd])
+        return rnd, diffs, early
+
+    def _verdict(self, decision: Decision, reason: str, rounds: list[Round]) -> Verdict:
+        last = rounds[-1]
+        return Verdict(
+            decision=decision,
+            reason=reason,
+            metric=self.metric,
+            val_candidate=last.candidate,
+            val_incumbent=last.incumbent,
+            rounds=rounds,
+            rollouts=sum(r.rollouts for r in rounds),
+        )
+
+
+class StrictGate(Gate):
+    """One pass over val; accept when the candidate's mean is strictly greater.
+
+    Cheap and noisy: on a pure-noise suite it accepts about half the steps.
+    """
+
+    name = "strict"
+
+    def decide(self, sampler: Sampler) -> Verdict:
+        rnd, diffs, early = self._one_pass(sampler)
+        if early is not None:
+            return early
+        better = (rnd.candidate or 0.0) > (rnd.incumbent or 0.0)
+        rnd.statistic = {"mean_diff": round(mean(diffs), 6)}
+        reason = f"val {rnd.candidate:.3f} vs {rnd.incumbent:.3f}"
+        return self._verdict("accept" if better else "reject", reason, [rnd])
+
+
+class PairedZGate(Gate):
+    """One pass; accept when the mean paired gain is at least 1.645 standard errors (>= 6 pairs)."""
+
+    name = "paired-z"
+    MIN_PAIRS = 6
+    Z = 1.645
+
+    def decide(self, sampler: Sampler) -> Verdict:
+        rnd, diffs, early = self._one_pass(sampler)
+        if early is not None:
+            return early
+        n = len(diffs)
+        d = mean(diffs)
+        sd = math.sqrt(sum((x - d) ** 2 for x in diffs) / (n - 1)) if n > 1 else 0.0
+        se = sd / math.sqrt(n) if n else 0.0
+        rnd.statistic = {
+            "mean_diff": round(d, 6),
+            "se": round(se, 6),
+            "z": None if se == 0 else round(d / se, 4),
+        }
+        if n < self.MIN_PAIRS:
+            return self._verdict("reject", f"only {n} paired tasks (needs {self.MIN_PAIRS})", [rnd])
+        accept = d > 0 and (se == 0 or d >= self.Z * se)
+        reason = f"gain {d:+.3f}, se {se:.3f}" + (" >= 1.645 se" if accept else " below 1.645 se")
+        return self._verdict("accept" if accept else "reject", reason, [rnd])
+
+
+GATES: Registry[type[Gate]] = Registry("skilltune.gates", "gate")
+
+
+def make_gate(name: str, metric: str, reps: int, **settings: Any) -> Gate:
+    return GATES.get(name)(metric=metric, reps=reps, **settings)

@@ -1,0 +1,90 @@
+"""Merge a step's proposed edits: dedupe, count support in code, rank, keep the budget."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from skilltune.propose.edit import check_edit
+from skilltune.propose.model import Edit
+from skilltune.skill import Candidate
+
+Schedule = Literal["constant", "linear", "cosine"]
+
+
+@dataclass(frozen=True)
+class EditBudget:
+    """How many edits a step may keep: ``start`` at step 1 going to ``end`` at ``steps``.
+
+    ``cosine`` (the default, 4 -> 2) keeps early steps bold and late steps careful.
+    """
+
+    schedule: Schedule = "cosine"
+    start: int = 4
+    end: int = 2
+    steps: int = 10
+
+    def at(self, step: int) -> int:
+        if self.schedule == "constant" or self.steps <= 1:
+            return self.start
+        progress = min(1.0, max(0.0, (step - 1) / (self.steps - 1)))
+        if self.schedule == "linear":
+            value = self.start + (self.end - self.start) * progress
+        else:
+            value = self.end + (self.start - self.end) * (1 + math.cos(math.pi * progress)) / 2
+        return max(1, round(value))
+
+
+class MergedEdit(BaseModel):
+    edit: Edit
+    support: list[str]
+    count: int = Field(description="how many proposals said the same thing")
+
+
+class MergeResult(BaseModel):
+    budget: int
+    kept: list[MergedEdit]
+    dropped: list[dict[str, str]]  # {"edit": compact, "reason": ...}
+
+
+def _norm(text: str | None) -> str:
+    text = (text or "").lower()
+    text = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", text, flags=re.M)  # list markers
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+def edit_key(edit: Edit) -> tuple[str, str, str, str]:
+    """Edits equal under this key are the same edit (text and anchor normalised)."""
+    return (edit.op, edit.file, _norm(edit.anchor), _norm(edit.text))
+
+
+def merge_edits(proposals: list[Edit], incumbent: Candidate, budget: int) -> MergeResult:
+    """Group equal edits (support = distinct trajectory ids, counted here, not by the
+    proposer); drop those that cannot apply to the incumbent; rank by support, then
+    the proposer's rank, then first appearance; keep ``budget``."""
+    groups: dict[tuple[str, str, str, str], list[tuple[int, Edit]]] = {}
+    for index, edit in enumerate(proposals):
+        groups.setdefault(edit_key(edit), []).append((index, edit))
+    dropped: list[dict[str, str]] = []
+    ranked: list[tuple[int, int, int, MergedEdit]] = []
+    for members in groups.values():
+        first_index, first = members[0]
+        support = sorted({s for _, e in members for s in e.support})
+        problem = check_edit(incumbent, first)
+        if problem:
+            dropped.append({"edit": first.compact(), "reason": problem})
+            continue
+        merged = MergedEdit(
+            edit=first.model_copy(update={"support": support}), support=support, count=len(members)
+        )
+        best_rank = min(e.rank for _, e in members)
+        ranked.append((-len(support), best_rank, first_index, merged))
+    ranked.sort(key=lambda item: item[:3])
+    kept = [m for *_, m in ranked[:budget]]
+    for *_, merged in ranked[budget:]:
+        dropped.append({"edit": merged.edit.compact(), "reason": f"over the step's edit budget ({budget})"})
+    return MergeResult(budget=budget, kept=kept, dropped=dropped)

@@ -1,0 +1,153 @@
+"""The mock proposer: deterministic, no model, for tests and benchmarks.
+
+It reads the ``SYMPTOM:`` lines of failed train trajectories and draws from the
+suite's ``proposer_pool`` (scoring.md config: ``[{"id", "text", "answers": [...]}]``):
+with probability ``p_right`` an entry whose ``answers`` match an observed symptom,
+otherwise a random entry. Proposals are ``append`` edits of the entry's text, one
+per failed trajectory. Entries the skill already states, and entries the gate
+already rejected, are not proposed again. Seeded on the packet's seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+from pydantic import BaseModel, Field
+
+from skilltune.errors import UsageError
+from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate
+from skilltune.propose.edit import apply_edit
+from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall, Trajectory
+from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
+
+
+class PoolEntry(BaseModel):
+    id: str
+    text: str
+    answers: list[str] = Field(default_factory=list)
+
+
+class MockProposerOptions(ProposerOptions):
+    p_right: float = Field(default=0.7, ge=0.0, le=1.0)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def symptoms(trajectory: Trajectory) -> list[str]:
+    return [
+        line.split(":", 1)[1].strip()
+        for line in trajectory.output.splitlines()
+        if line.startswith("SYMPTOM:")
+    ]
+
+
+class MockProposer(Proposer):
+    name = "mock"
+    Options = MockProposerOptions
+
+    def _pool(self) -> list[PoolEntry]:
+        raw = (self.suite.config.model_extra or {}).get("proposer_pool")
+        if not raw:
+            raise UsageError(
+                f"{self.suite.source}: the mock proposer needs a proposer_pool in scoring.md's config "
+                '([{"id": ..., "text": ..., "answers": [...]}])'
+            )
+        return [PoolEntry.model_validate(e) for e in raw]
+
+    def _choose(self, packet: EvidencePacket) -> list[tuple[PoolEntry, Trajectory, bool]]:
+        assert isinstance(self.options, MockProposerOptions)
+        rng = random.Random(f"{packet.seed}|{packet.step}|mock-proposer")
+        skill = _norm("\n".join(packet.skill_files.values()))
+        rejected = {_norm(r.text) for r in packet.rejected}
+        available = [e for e in self._pool() if _norm(e.text) not in skill and _norm(e.text) not in rejected]
+        chosen = []
+        for trajectory in packet.failures:
+            if not available:
+                break
+            seen = [s.lower() for s in symptoms(trajectory)]
+            matching = [e for e in available if any(a.lower() in s for a in e.answers if a for s in seen)]
+            right = bool(matching) and rng.random() < self.options.p_right
+            entry = rng.choice(matching if right else available)
+            chosen.append((entry, trajectory, right))
+        return chosen
+
+    def propose(self, packet: EvidencePacket) -> Proposal:
+        chosen = self._choose(packet)
+        edits = [
+            Edit(
+                op="append",
+                file=packet.skill_main,
+                text=entry.text,
+                rationale=f"pool entry {entry.id}"
+                + (" matches an observed symptom" if right else " (random draw)"),
+                support=[trajectory.id],
+                rank=rank,
+            )
+            for rank, (entry, trajectory, right) in enumerate(chosen)
+        ]
+        if packet.mode == "patch":
+            prompt = reflect_prompt(packet)
+            call = ProposerCall(
+                role="analyst",
+                model="mock",
+                prompt=prompt,
+                response=json.dumps({"edits": [e.model_dump(mode="json") for e in edits]}),
+            )
+            return Proposal(edits=edits, calls=[call])
+        return self._rewrite(packet, edits)
+
+    def _rewrite(self, packet: EvidencePacket, edits: list[Edit]) -> Proposal:
+        """Three roles, three calls: analyst lists causes, author drafts, red-team drops repeats."""
+        causes = "\n".join(f"- {e.rationale} ({', '.join(e.support)})" for e in edits) or "- no failures"
+        calls = [
+            ProposerCall(
+                role="failure analyst",
+                model="mock",
+                prompt=rewrite_prompt(packet, "failure analyst"),
+                response=causes,
+            )
+        ]
+        text = packet.skill_files[packet.skill_main]
+        seen: set[str] = set()
+        for edit in edits:
+            if _norm(edit.text) in seen:
+                continue
+            seen.add(_norm(edit.text))
+            text, _ = apply_edit(text, edit)
+        calls.append(
+            ProposerCall(
+                role="author",
+                model="mock",
+                prompt=rewrite_prompt(packet, "author", f"## Failure causes\n\n{causes}"),
+                response=text,
+            )
+        )
+        calls.append(
+            ProposerCall(
+                role="red-team reviewer",
+                model="mock",
+                prompt=rewrite_prompt(packet, "red-team reviewer", f"## Draft\n\n{text}"),
+                response=text,
+            )
+        )
+        files = dict(packet.skill_files)
+        files[packet.skill_main] = text
+        return Proposal(files=files, calls=calls, notes={"edits": [e.compact() for e in edits]})
+
+    def slow_update(
+        self, skill_text: str, comparison: str, kept: list[str], rejected: list[str], seed: int
+    ) -> SlowUpdate:
+        lines = [f"- {comparison}"]
+        lines += [f"- Kept this epoch: {k}" for k in kept[:6]] or ["- Nothing was kept this epoch."]
+        if rejected:
+            lines.append(f"- {len(rejected)} edit(s) were tried and rejected; do not reintroduce them.")
+        guidance = "\n".join(lines)
+        prompt = slow_update_prompt(skill_text, comparison, kept, rejected)
+        return SlowUpdate(
+            guidance=guidance,
+            calls=[ProposerCall(role="slow-update", model="mock", prompt=prompt, response=guidance)],
+        )

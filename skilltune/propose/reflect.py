@@ -1,0 +1,96 @@
+"""Reflect: turn train rollouts into the evidence packet a proposer reads.
+
+Only train-phase records enter a packet. Score checks never do (for checklist
+suites they are the expected strings); the analyst sees the task, the agent's
+output, its diff and the score's numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from skilltune.errors import SkilltuneError
+from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
+from skilltune.rollout import RolloutRecord
+from skilltune.skill import Candidate
+from skilltune.store import UnitRecord
+from skilltune.suite import Suite
+
+_DIFF_LIMIT = 20_000
+
+
+class NoEvidenceError(SkilltuneError):
+    """Reflect received no scored train trajectory: an error, never "0 edits"."""
+
+    exit_code = 3
+
+
+def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
+    if record.phase != "train":
+        raise ValueError(f"only train rollouts are evidence, not {record.phase}")
+    if record.score is None:
+        raise ValueError("unscored rollouts are not evidence")
+    output = (folder / "output.txt").read_text(encoding="utf-8") if (folder / "output.txt").is_file() else ""
+    diff = (folder / "diff.patch").read_text(encoding="utf-8") if (folder / "diff.patch").is_file() else ""
+    return Trajectory(
+        id=f"{record.task_id}#r{record.replicate}",
+        task_id=record.task_id,
+        prompt=suite.task(record.task_id).prompt,
+        output=output,
+        hard=record.score.hard,
+        soft=record.score.soft,
+        status=record.status,
+        diff=diff[:_DIFF_LIMIT],
+    )
+
+
+def build_packet(
+    *,
+    step: int,
+    mode: Literal["patch", "rewrite"],
+    incumbent: Candidate,
+    records: list[tuple[RolloutRecord, Path]],
+    suite: Suite,
+    rejected: list[RejectedEdit],
+    memory: str,
+    max_edits: int,
+    seed: int,
+) -> EvidencePacket:
+    """Failures and successes, separately, in canonical (task, replicate) order."""
+    trajectories = [
+        trajectory(r, folder, suite)
+        for r, folder in sorted(records, key=lambda rf: (rf[0].task_id, rf[0].replicate))
+        if r.score is not None
+    ]
+    if not trajectories:
+        raise NoEvidenceError(
+            f"step {step}: reflect received no scored train trajectory (all rollouts failed to run)"
+        )
+    return EvidencePacket(
+        step=step,
+        mode=mode,
+        skill_files=dict(incumbent.files),
+        skill_main=incumbent.main,
+        failures=[t for t in trajectories if t.failed],
+        successes=[t for t in trajectories if not t.failed],
+        rejected=rejected,
+        memory=memory,
+        max_edits=max_edits,
+        seed=seed,
+    )
+
+
+def rejected_buffer(done: list[UnitRecord], limit: int = 12) -> list[RejectedEdit]:
+    """The latest edits the gate rejected, with its evidence, for the next proposer prompt."""
+    out = []
+    for record in done:
+        if record.kind != "step" or record.verdict == "keep":
+            continue
+        evidence = f"{record.decision}: {record.reason}"
+        texts = record.edit_texts or [""] * len(record.edits)
+        out += [
+            RejectedEdit(step=record.index, edit=edit, text=text, evidence=evidence)
+            for edit, text in zip(record.edits, texts, strict=False)
+        ]
+    return out[-limit:]

@@ -1,0 +1,263 @@
+"""``skilltune.train`` and ``skilltune.resume``: start or continue a training run.
+
+The loop itself is in ``loop.py``; this module validates settings, lays out the
+run directory (config.json with secrets redacted, the seed, the skill repo,
+allocation.md), takes the run lock and reports the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from skilltune.compare import Comparison
+from skilltune.errors import UsageError
+from skilltune.execute import Executor
+from skilltune.loop import Trainer
+from skilltune.progress import PlainReporter, Reporter
+from skilltune.rollout import RetryPolicy
+from skilltune.skill import load_skill
+from skilltune.store import RunDir, read_json, write_json, write_text
+from skilltune.suite import load_suite
+
+CONFIG_SCHEMA_VERSION = 1
+_SECRET_WORDS = ("key", "token", "secret", "password", "auth")
+REDACTED = "***redacted***"
+
+
+class EditBudgetConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: Literal["constant", "linear", "cosine"] = "cosine"
+    start: int = Field(default=4, ge=1)
+    end: int = Field(default=2, ge=1)
+
+
+class TrainConfig(BaseModel):
+    """Every setting of a run. config.json stores it (secrets redacted) so ``resume`` can continue."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str
+    skill: str
+    tag: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    agent: str = "mock"
+    agent_options: dict[str, Any] = Field(default_factory=dict)
+    proposer: str = "mock"
+    proposer_options: dict[str, Any] = Field(default_factory=dict)
+    mode: Literal["patch", "rewrite"] = "patch"
+    gate: str = "strict"
+    metric: Literal["hard", "soft", "mixed"] = "mixed"
+    max_steps: int = Field(default=10, ge=1)
+    epochs: int | None = Field(default=None, ge=1)
+    epoch_steps: int = Field(default=5, ge=1)
+    batch: int = Field(default=8, ge=1)
+    reps: int = Field(default=1, ge=1)
+    test_reps: int = Field(default=3, ge=1)
+    screen: bool = False
+    budget_rollouts: int | None = Field(default=None, ge=1)
+    budget_tokens: int | None = Field(default=None, ge=1)
+    budget_usd: float | None = Field(default=None, gt=0)
+    budget_hours: float | None = Field(default=None, gt=0)
+    seed: int = 0
+    workers: int = Field(default=4, ge=1)
+    runs_dir: str = "runs"
+    edit_budget: EditBudgetConfig = Field(default_factory=EditBudgetConfig)
+    growth_cap: float = Field(default=0.5, ge=0.0)
+    patience: int = Field(default=5, ge=1)
+    slow_update_sample: int = Field(default=6, ge=1)
+    evidence_from: str | None = None
+
+    @property
+    def total_steps(self) -> int:
+        return min(self.max_steps, self.epochs * self.epoch_steps) if self.epochs else self.max_steps
+
+
+class TrainResult(BaseModel):
+    run_dir: str
+    state: str
+    reason: str
+    seed_val: float | None
+    best_val: float | None
+    seed_hash: str
+    best_hash: str
+    steps: int
+    kept: int
+    comparison: Comparison | None = None
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """Replace values under secret-looking keys (api_key, token...) before anything is written."""
+    if isinstance(value, dict):
+        return {k: redact(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, key) for v in value]
+    if isinstance(value, str) and any(word in key.lower() for word in _SECRET_WORDS):
+        return REDACTED
+    return value
+
+
+def make_config(**settings: Any) -> TrainConfig:
+    try:
+        return TrainConfig(**settings)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            hint = f" (got {err['input']!r})" if err["type"] != "extra_forbidden" else ""
+            lines.append(f"{key}: {err['msg']}{hint}")
+        raise UsageError("invalid training settings:\n  " + "\n  ".join(lines)) from None
+
+
+def _result(trainer: Trainer) -> TrainResult:
+    done = trainer.finished()
+    state, reason = trainer.run.terminal() or ("", "")
+    seed = trainer.seed or trainer.load_seed()
+    best = trainer.incumbent(done)
+    comparison = (
+        Comparison.model_validate(read_json(trainer.run.comparison))
+        if trainer.run.comparison.is_file()
+        else None
+    )
+    kept_vals = [r.val_candidate for r in done if r.verdict == "keep" and r.val_candidate is not None]
+    return TrainResult(
+        run_dir=str(trainer.run.root),
+        state=state,
+        reason=reason,
+        seed_val=trainer.progress.seed_val,
+        best_val=kept_vals[-1] if kept_vals else trainer.progress.seed_val,
+        seed_hash=seed.hash,
+        best_hash=best.hash,
+        steps=sum(1 for r in done if r.kind == "step"),
+        kept=sum(1 for r in done if r.verdict == "keep"),
+        comparison=comparison,
+    )
+
+
+def _write_config(run: RunDir, config: TrainConfig, suite_hash: str, contract: str) -> None:
+    body = {"schema_version": CONFIG_SCHEMA_VERSION, "suite_hash": suite_hash, "contract": contract}
+    write_json(run.config, body | redact(config.model_dump(mode="json")))
+
+
+def _write_allocation(run: RunDir, trainer: Trainer) -> None:
+    info = trainer.proposer.allocation(trainer.config.mode)
+    lines = ["# Proposer allocation", "", f"- proposer: {info['proposer']}", f"- mode: {trainer.config.mode}"]
+    lines += [f"- {role}: {model}" for role, model in info["roles"].items()]
+    lines.append(f"- the roles ran as {'separate calls' if info['separate_calls'] else 'one call'}")
+    write_text(run.allocation, "\n".join(lines) + "\n")
+
+
+def train(
+    suite: str | Path,
+    skill: str | Path,
+    *,
+    tag: str,
+    force: bool = False,
+    reporter: Reporter | None = None,
+    retry: RetryPolicy | None = None,
+    executor: Executor | None = None,
+    **settings: Any,
+) -> TrainResult:
+    """Train ``skill`` on ``suite`` into ``runs_dir/tag``; see TrainConfig for ``settings``.
+
+    Refuses an existing run directory unless ``force`` (then it starts over).
+    """
+    config = make_config(suite=str(suite), skill=str(skill), tag=tag, **settings)
+    run = RunDir(Path(config.runs_dir) / config.tag)
+    loaded = load_suite(config.suite)
+    seed = load_skill(config.skill)
+    trainer = Trainer(config, run, reporter or PlainReporter(), retry, executor)
+    if config.evidence_from and not (Path(config.evidence_from) / "config.json").is_file():
+        raise UsageError(
+            f"--evidence-from {config.evidence_from}: not a skilltune run directory (no config.json)"
+        )
+    plan = trainer.plan
+    first = plan.baseline + plan.step
+    if config.budget_rollouts is not None and config.budget_rollouts < first:
+        raise UsageError(
+            f"--budget-rollouts {config.budget_rollouts} cannot pay for the seed's val pass and one full step "
+            f"({first} rollouts: val {plan.val}x{plan.reps}, then {plan.explain_step()}); "
+            f"raise it to at least {first} or lower --batch/--reps"
+        )
+    if run.root.exists() and any(p.name != ".lock" for p in run.root.iterdir()):
+        if not force:
+            raise UsageError(
+                f"{run.root} exists: continue it with `skilltune resume {run.root}`, or pass --force to start over"
+            )
+        if not run.config.is_file():
+            raise UsageError(
+                f"{run.root} is not a skilltune run directory; refusing to delete it with --force"
+            )
+    with run.lock():
+        for child in list(run.root.iterdir()) if force else []:
+            if child.name != ".lock":
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        trainer.suite_hash = loaded.content_hash
+        seed.write(run.seed_dir)
+        write_json(
+            run.root / "seed.json",
+            {"main": seed.main, "kind": seed.kind, "fallback_name": seed.fallback_name, "hash": seed.hash},
+        )
+        _write_config(run, config, loaded.content_hash, loaded.contract_hash)
+        _write_allocation(run, trainer)
+        steps, epochs = config.total_steps, config.total_steps // config.epoch_steps
+        total = plan.total(steps, epochs)
+        run.journal("run_start", tag=config.tag, planned_rollouts=total, per_step=plan.step)
+        trainer.progress.rollouts_planned = total
+        trainer.reporter.line(
+            f"train {config.tag}: {plan.step} rollouts per step ({plan.explain_step()}), "
+            f"about {total} in all for {steps} steps, {epochs} epoch update(s) and the held-out test"
+        )
+        trainer.execute()
+        return _result(trainer)
+
+
+def resume(
+    run_dir: str | Path,
+    *,
+    reporter: Reporter | None = None,
+    retry: RetryPolicy | None = None,
+    executor: Executor | None = None,
+    **overrides: Any,
+) -> TrainResult:
+    """Continue a run without TERMINAL, or one that ended stopped, exhausted, blocked or crash.
+
+    ``overrides`` replace settings (a raised budget, more workers); secrets redacted in
+    config.json must come back through the environment or ``overrides``.
+    """
+    run = RunDir(Path(run_dir))
+    if not run.config.is_file():
+        raise UsageError(f"{run_dir}: not a skilltune run directory (no config.json)")
+    terminal = run.terminal()
+    if terminal is not None and terminal[0] in ("success", "no-progress"):
+        raise UsageError(
+            f"{run_dir} already ended ({terminal[0]}: {terminal[1]}); train a new tag to go further"
+        )
+    stored = read_json(run.config)
+    suite_hash = stored.pop("suite_hash")
+    for key in ("schema_version", "contract"):
+        stored.pop(key, None)
+    stored.update({k: v for k, v in overrides.items() if v is not None})
+    if REDACTED in json.dumps(stored):
+        raise UsageError(
+            f"{run.config} holds redacted secrets: pass them again (e.g. agent_options) to resume"
+        )
+    config = make_config(**stored)
+    trainer = Trainer(config, run, reporter or PlainReporter(), retry, executor)
+    with run.lock():
+        run.terminal_path.unlink(missing_ok=True)
+        trainer.suite_hash = suite_hash
+        if overrides:
+            _write_config(run, config, suite_hash, trainer.suite.contract_hash)
+        trainer.progress.rollouts_planned = trainer.plan.total(
+            config.total_steps, config.total_steps // config.epoch_steps
+        )
+        done = trainer.finished()
+        run.journal("resume", units_done=len(done))
+        trainer.reporter.line(f"resume {config.tag}: {len(done)} unit(s) done")
+        trainer.execute()
+        return _result(trainer)
