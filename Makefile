@@ -24,8 +24,8 @@ test: check
 	$(BIN)/pytest
 
 demo: $(STAMP)
-	$(BIN)/skilltune run examples/mock-demo/suite --skill examples/mock-demo/skill \
-		--agent mock --split val --reps 3 --seed 1 --out runs/demo --force
+	$(BIN)/skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill \
+		--agent mock --proposer mock --tag demo --max-steps 8 --seed 1 --force
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache

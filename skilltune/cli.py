@@ -203,6 +203,10 @@ def print_summary(summary: EvalSummary) -> None:
         )
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -309,7 +313,36 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return {key.replace("-", "_"): value for key, value in raw.items()}
 
 
+def print_units(run_dir: Path) -> None:
+    """The run's results.tsv as a table (the figures come from the run directory)."""
+    results = run_dir / "results.tsv"
+    if not results.is_file():
+        return
+    rows = [line.split("\t") for line in results.read_text(encoding="utf-8").splitlines()]
+    header, body = rows[0], rows[1:]
+    index = {name: i for i, name in enumerate(header)}
+    table = Table(title="units (results.tsv)", title_justify="left", caption_justify="left")
+    for col in ("step", "phase", "verdict", "cand", "inc", "rollouts"):
+        table.add_column(
+            col, no_wrap=True, min_width=len(col), justify="left" if col in ("phase", "verdict") else "right"
+        )
+    table.add_column("edits / reason")
+
+    def num(text: str) -> str:
+        return f"{float(text):.3f}" if text else "-"
+
+    for row in body:
+        get = {name: row[i] for name, i in index.items()}
+        table.add_row(
+            get["step"], get["phase"], get["verdict"], num(get["val_candidate"]), num(get["val_incumbent"]),
+            get["rollouts"], _clip(get["description"], 44),
+        )  # fmt: skip
+    table.caption = "cand / inc: val score of the candidate and the incumbent"
+    out.print(table)
+
+
 def _finish_run(result: TrainResult) -> None:
+    print_units(Path(result.run_dir))
     out.print(f"\n[bold]{result.state}[/bold]: {result.reason}", markup=True)
     out.print(
         f"seed val {_fmt(result.seed_val)}, best val {_fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
@@ -550,7 +583,8 @@ def compare(
             on_record=report,
         )
     print_comparison(comparison)
-    out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / 'test'}")
+    phase = "test" if split == "test" else "eval"
+    out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
 
 def main() -> None:

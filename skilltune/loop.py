@@ -577,7 +577,6 @@ class Trainer:
                 else f"{steps} steps, nothing kept"
             )
             self.run.write_terminal("no-progress", why)
-            self.reporter.line(f"no-progress: {why}")
             return
         reason = f"{steps} steps, {kept} kept; best {best.short}"
         if self.suite.has_split("test"):
@@ -593,7 +592,6 @@ class Trainer:
         if stopped_early:
             state, reason = "no-progress", f"{self.config.patience} discards in a row after {reason}"
         self.run.write_terminal(state, reason)
-        self.reporter.line(f"{state}: {reason}")
 
     def final_comparison(self, best: Candidate) -> Comparison:
         assert self.seed is not None

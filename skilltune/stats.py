@@ -63,10 +63,10 @@ def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
         return PairedResult(n, d, None, None, None)
     sd = math.sqrt(math.fsum((x - d) ** 2 for x in diffs) / (n - 1))
     se = sd / math.sqrt(n)
-    if se == 0.0:
+    if se <= 1e-12 * max(1.0, abs(d)):
         # Every task moved by exactly the same amount: no sampling uncertainty left to report.
         p = 1.0 if d == 0 else 0.0
-        return PairedResult(n, d, 0.0, (d, d), p)
+        return PairedResult(n, d, 0.0, (d, d), p)  # float noise in the mean is not uncertainty
     q = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
     t = d / se
     p = float(2 * sps.t.sf(abs(t), n - 1))

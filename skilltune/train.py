@@ -8,6 +8,7 @@ allocation.md), takes the run lock and reports the outcome.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -192,21 +193,26 @@ def train(
             raise UsageError(
                 f"{run.root} is not a skilltune run directory; refusing to delete it with --force"
             )
+    # Lay the run out beside its final place and rename it in: a kill never leaves half a run.
+    staging = RunDir(run.root.parent / f".{config.tag}.staging-{os.getpid()}")
+    shutil.rmtree(staging.root, ignore_errors=True)
+    seed.write(staging.seed_dir)
+    write_json(
+        staging.root / "seed.json",
+        {"main": seed.main, "kind": seed.kind, "fallback_name": seed.fallback_name, "hash": seed.hash},
+    )
+    _write_config(staging, config, loaded.content_hash, loaded.contract_hash)
+    _write_allocation(staging, trainer)
+    steps, epochs = config.total_steps, config.total_steps // config.epoch_steps
+    total = plan.total(steps, epochs)
+    staging.journal("run_start", tag=config.tag, planned_rollouts=total, per_step=plan.step)
+    if run.root.exists():
+        with run.lock():  # refuses while another process runs it
+            pass
+        shutil.rmtree(run.root)
+    staging.root.rename(run.root)
     with run.lock():
-        for child in list(run.root.iterdir()) if force else []:
-            if child.name != ".lock":
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
         trainer.suite_hash = loaded.content_hash
-        seed.write(run.seed_dir)
-        write_json(
-            run.root / "seed.json",
-            {"main": seed.main, "kind": seed.kind, "fallback_name": seed.fallback_name, "hash": seed.hash},
-        )
-        _write_config(run, config, loaded.content_hash, loaded.contract_hash)
-        _write_allocation(run, trainer)
-        steps, epochs = config.total_steps, config.total_steps // config.epoch_steps
-        total = plan.total(steps, epochs)
-        run.journal("run_start", tag=config.tag, planned_rollouts=total, per_step=plan.step)
         trainer.progress.rollouts_planned = total
         trainer.reporter.line(
             f"train {config.tag}: {plan.step} rollouts per step ({plan.explain_step()}), "

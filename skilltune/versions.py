@@ -51,7 +51,9 @@ class SkillRepo:
 
     def clean(self) -> None:
         """Drop uncommitted changes (a candidate under test when the process died)."""
-        (self.path / ".git" / "index.lock").unlink(missing_ok=True)
+        # Lock files a killed git left behind (we hold the run lock: no other git runs here).
+        for stale in (self.path / ".git").rglob("*.lock"):
+            stale.unlink(missing_ok=True)
         self._git("reset", "-q", "--hard", "HEAD")
         self._git("clean", "-q", "-fdx")
 

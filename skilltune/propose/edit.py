@@ -31,7 +31,9 @@ def locked_spans(text: str) -> list[Span]:
     if text.startswith("---"):
         close = re.search(r"^---[ \t]*$", text[3:], re.M)
         if close:
-            spans.append(Span(0, 3 + close.end()))
+            end = 3 + close.end()
+            # The newline that ends the front matter belongs to it: eating it would unclose it.
+            spans.append(Span(0, end + 1 if text[end : end + 1] == "\n" else end))
     spans += [Span(m.start(), m.end()) for m in _PROTECTED.finditer(text)]
     return spans
 
@@ -48,12 +50,21 @@ def find_anchor(text: str, anchor: str) -> tuple[Span, str | None]:
     """The one place ``anchor`` occurs; a unique near match is accepted and returned as matched text."""
     if not anchor.strip():
         raise PatchError("empty anchor")
-    count = text.count(anchor)
-    if count == 1:
-        start = text.index(anchor)
-        return Span(start, start + len(anchor)), None
-    if count > 1:
-        raise PatchError(f"anchor occurs {count} times (must be exactly once): {anchor[:60]!r}")
+    starts = _occurrences(text, anchor)
+    if len(starts) == 1:
+        return Span(starts[0], starts[0] + len(anchor)), None
+    if len(starts) > 1:
+        raise PatchError(f"anchor occurs {len(starts)} times (must be exactly once): {anchor[:60]!r}")
+    loose = [
+        _whole_line_if_only_punctuation_left(text, Span(m.start(), m.end()))
+        for m in _loose_pattern(anchor).finditer(text)
+    ]
+    if len(loose) == 1:
+        return loose[0], text[loose[0].start : loose[0].end]
+    if len(loose) > 1:
+        raise PatchError(
+            f"anchor is ambiguous ({len(loose)} matches ignoring case and spacing): {anchor[:60]!r}"
+        )
     near = _near_matches(text, anchor)
     if len(near) == 1:
         span = near[0]
@@ -61,6 +72,33 @@ def find_anchor(text: str, anchor: str) -> tuple[Span, str | None]:
     if not near:
         raise PatchError(f"anchor not found: {anchor[:60]!r}")
     raise PatchError(f"anchor is ambiguous ({len(near)} near matches): {anchor[:60]!r}")
+
+
+def _whole_line_if_only_punctuation_left(text: str, span: Span) -> Span:
+    """Widen a loose match to its line when the rest of the line holds no word character
+    (an anchor that dropped the line's final period still means the whole line)."""
+    line_start = text.rfind("\n", 0, span.start) + 1
+    line_end = text.find("\n", span.end)
+    line_end = len(text) if line_end < 0 else line_end
+    rest = text[line_start : span.start] + text[span.end : line_end]
+    if "\n" not in text[span.start : span.end] and not re.search(r"\w", rest):
+        return Span(line_start, line_end)
+    return span
+
+
+def _occurrences(text: str, anchor: str) -> list[int]:
+    """Every start of ``anchor`` in ``text``, overlapping ones included."""
+    found = []
+    at = text.find(anchor)
+    while at >= 0:
+        found.append(at)
+        at = text.find(anchor, at + 1)
+    return found
+
+
+def _loose_pattern(anchor: str) -> re.Pattern[str]:
+    """The anchor's words in order, any case, any whitespace between them (matches part of a line too)."""
+    return re.compile(r"\s+".join(re.escape(word) for word in anchor.split()), re.IGNORECASE)
 
 
 def _near_matches(text: str, anchor: str) -> list[Span]:
@@ -79,9 +117,6 @@ def _near_matches(text: str, anchor: str) -> list[Span]:
             continue
         if folded == target:
             ratio = 1.0
-        elif target in folded:
-            # The anchor is part of this window, modulo whitespace/case: match the window.
-            ratio = 0.99
         else:
             ratio = difflib.SequenceMatcher(None, folded, target, autojunk=False).ratio()
         if ratio >= NEAR_MATCH_RATIO:

@@ -30,7 +30,7 @@ class EditBudget:
 
     def at(self, step: int) -> int:
         if self.schedule == "constant" or self.steps <= 1:
-            return self.start
+            return max(1, self.start)
         progress = min(1.0, max(0.0, (step - 1) / (self.steps - 1)))
         if self.schedule == "linear":
             value = self.start + (self.end - self.start) * progress
@@ -72,14 +72,16 @@ def merge_edits(proposals: list[Edit], incumbent: Candidate, budget: int) -> Mer
     dropped: list[dict[str, str]] = []
     ranked: list[tuple[int, int, int, MergedEdit]] = []
     for members in groups.values():
-        first_index, first = members[0]
+        first_index = members[0][0]
         support = sorted({s for _, e in members for s in e.support})
-        problem = check_edit(incumbent, first)
-        if problem:
-            dropped.append({"edit": first.compact(), "reason": problem})
+        # Equal edits may word their anchor differently: the group stands if any wording applies.
+        problems = [check_edit(incumbent, e) for _, e in members]
+        usable = [e for (_, e), problem in zip(members, problems, strict=True) if problem is None]
+        if not usable:
+            dropped.append({"edit": members[0][1].compact(), "reason": problems[0] or ""})
             continue
         merged = MergedEdit(
-            edit=first.model_copy(update={"support": support}), support=support, count=len(members)
+            edit=usable[0].model_copy(update={"support": support}), support=support, count=len(members)
         )
         best_rank = min(e.rank for _, e in members)
         ranked.append((-len(support), best_rank, first_index, merged))

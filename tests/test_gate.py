@@ -1,0 +1,372 @@
+"""Gates on scripted val rounds: strict and paired-z, metrics, contamination, the registry, noise."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from importlib.metadata import entry_points
+
+import pytest
+
+from skilltune.errors import UsageError
+from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
+from skilltune.rollout import RolloutRecord, RolloutStatus
+from skilltune.score.base import Score
+
+Scores = tuple[int, float, float]  # hard, soft, mixed
+
+
+def rec(
+    task: str,
+    value: float | Scores | None,
+    *,
+    replicate: int = 0,
+    status: RolloutStatus = "ok",
+    candidate: str = "cand",
+) -> RolloutRecord:
+    """A val record; ``value`` is the mixed score (hard = value >= 0.5, soft = value) or (hard, soft, mixed)."""
+    score = None
+    if value is not None and status in ("ok", "task_failed", "timeout"):
+        hard, soft, mixed = value if isinstance(value, tuple) else (int(value >= 0.5), value, value)
+        score = Score(hard=hard, soft=soft, mixed=mixed, checks=[], contract="c")
+    return RolloutRecord(
+        task_id=task,
+        split="val",
+        phase="gate",
+        replicate=replicate,
+        seed=0,
+        candidate=candidate,
+        agent="mock",
+        options_hash="o" * 64,
+        task_hash="t" * 64,
+        status=status,
+        score=score,
+        wall_s=0.0,
+        started_at="2024-01-01T00:00:00+00:00",
+    )
+
+
+def arm(values: dict[str, float | Scores | None], candidate: str = "cand") -> list[RolloutRecord]:
+    return [rec(task, v, candidate=candidate) for task, v in values.items()]
+
+
+class FakeSampler:
+    """Returns scripted (candidate, incumbent) records per round and remembers the calls."""
+
+    def __init__(self, *rounds: tuple[list[RolloutRecord], list[RolloutRecord]]) -> None:
+        self.rounds = list(rounds)
+        self.calls: list[tuple[int, int]] = []
+
+    def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
+        self.calls.append((index, replicates))
+        cand, inc = self.rounds[index]
+        return list(cand), list(inc)
+
+
+def sampler(cand: dict[str, float | Scores | None], inc: dict[str, float | Scores | None]) -> FakeSampler:
+    return FakeSampler((arm(cand), arm(inc, candidate="inc")))
+
+
+# --- strict --------------------------------------------------------------------------------------
+
+
+def test_strict_accepts_a_strictly_greater_mean() -> None:
+    s = sampler({"t1": 0.75, "t2": 0.5, "t3": 0.5}, {"t1": 0.5, "t2": 0.5, "t3": 0.5})
+    verdict = StrictGate(metric="mixed", reps=1).decide(s)
+    assert verdict.decision == "accept" and verdict.accept
+    assert verdict.metric == "mixed"
+    assert verdict.val_candidate == round(1.75 / 3, 6)
+    assert verdict.val_incumbent == 0.5
+    assert len(verdict.rounds) == 1
+    rnd = verdict.rounds[0]
+    assert (rnd.index, rnd.replicates, rnd.n_pairs, rnd.rollouts) == (0, 1, 3, 6)
+    assert rnd.statistic == {"mean_diff": round(0.25 / 3, 6)}
+    assert verdict.rollouts == 6
+    assert s.calls == [(0, 1)]
+    assert "0.583" in verdict.reason and "0.500" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "cand", [{"t1": 0.5, "t2": 0.25}, {"t1": 0.25, "t2": 0.5}, {"t1": 0.5, "t2": 0.0}], ids=str
+)
+def test_strict_rejects_equal_or_lower(cand: dict[str, float | Scores | None]) -> None:
+    verdict = StrictGate().decide(sampler(cand, {"t1": 0.5, "t2": 0.25}))
+    assert verdict.decision == "reject" and not verdict.accept
+    assert verdict.val_candidate is not None and verdict.val_incumbent == 0.375
+    assert verdict.val_candidate <= verdict.val_incumbent
+
+
+def test_strict_tiny_gain_is_accepted() -> None:
+    verdict = StrictGate().decide(sampler({"t1": 0.500001}, {"t1": 0.5}))
+    assert verdict.accept
+
+
+def test_replicates_are_averaged_per_task_in_any_order() -> None:
+    cand = [
+        rec("t2", 1.0, replicate=1),
+        rec("t1", 0.0, replicate=2),
+        rec("t1", 1.0, replicate=0),
+        rec("t2", 0.0, replicate=0),
+        rec("t1", 1.0, replicate=1),
+        rec("t2", 1.0, replicate=2),
+    ]
+    inc = [rec(t, 0.5, replicate=k, candidate="inc") for t in ("t1", "t2") for k in range(3)]
+    verdicts = []
+    for order in (cand, list(reversed(cand))):
+        s = FakeSampler((order, inc))
+        verdicts.append(StrictGate(reps=3).decide(s))
+        assert s.calls == [(0, 3)]
+    assert verdicts[0] == verdicts[1]
+    v = verdicts[0]
+    assert v.val_candidate == round(2 / 3, 6) and v.val_incumbent == 0.5
+    assert v.rounds[0].n_pairs == 2 and v.rollouts == 12
+    assert v.rounds[0].replicates == 3
+    assert v.accept
+
+
+# Per task (hard, soft, mixed): hard favours the incumbent, soft and mixed the candidate, by different margins.
+METRIC_CAND: dict[str, float | Scores | None] = {"t1": (0, 0.9, 0.45), "t2": (1, 0.9, 0.95)}
+METRIC_INC: dict[str, float | Scores | None] = {"t1": (1, 0.1, 0.55), "t2": (1, 0.5, 0.75)}
+
+
+@pytest.mark.parametrize(
+    ("metric", "decision", "cand", "inc"),
+    [("hard", "reject", 0.5, 1.0), ("soft", "accept", 0.9, 0.3), ("mixed", "accept", 0.7, 0.65)],
+)
+def test_metric_selects_the_score(metric: str, decision: str, cand: float, inc: float) -> None:
+    verdict = StrictGate(metric=metric).decide(sampler(METRIC_CAND, METRIC_INC))
+    assert verdict.metric == metric
+    assert verdict.decision == decision
+    assert verdict.val_candidate == pytest.approx(cand)
+    assert verdict.val_incumbent == pytest.approx(inc)
+
+
+def test_metric_flips_mixed_against_hard() -> None:
+    metrics = ("hard", "soft", "mixed")
+    # Hard rises, soft falls by as much: mixed ties and a tie rejects.
+    cand: dict[str, float | Scores | None] = {"t1": (1, 0.0, 0.5), "t2": (0, 0.5, 0.25)}
+    inc: dict[str, float | Scores | None] = {"t1": (0, 1.0, 0.5), "t2": (0, 0.5, 0.25)}
+    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in metrics}
+    assert decisions == {"hard": "accept", "soft": "reject", "mixed": "reject"}
+    # Hard rises more than soft falls: mixed follows hard.
+    cand = {"t1": (1, 0.2, 0.6), "t2": (0, 0.6, 0.3)}
+    inc = {"t1": (0, 0.8, 0.4), "t2": (0, 0.4, 0.2)}
+    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in metrics}
+    assert decisions == {"hard": "accept", "soft": "reject", "mixed": "accept"}
+
+
+def test_unknown_metric_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown metric"):
+        StrictGate(metric="accuracy").decide(sampler({"t1": 1.0}, {"t1": 0.0}))
+
+
+# --- contamination and missing pairs ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gate_cls", [StrictGate, PairedZGate])
+@pytest.mark.parametrize("status", ["infra_error", "crashed"])
+@pytest.mark.parametrize("side", ["candidate", "incumbent"])
+def test_contaminated_round_is_never_decided(gate_cls: type[Gate], status: RolloutStatus, side: str) -> None:
+    tasks = [f"t{i}" for i in range(8)]
+    cand = [rec(t, 1.0) for t in tasks]
+    inc = [rec(t, 0.0, candidate="inc") for t in tasks]
+    bad = rec("t7", None, status=status, candidate="cand" if side == "candidate" else "inc")
+    if side == "candidate":
+        cand[-1] = bad
+    else:
+        inc[-1] = bad
+    assert contaminated(cand + inc)
+    verdict = gate_cls().decide(FakeSampler((cand, inc)))
+    assert verdict.decision == "contaminated"
+    assert not verdict.accept
+    assert "infra" in verdict.reason
+    assert verdict.rollouts == 16
+    assert len(verdict.rounds) == 1 and verdict.rounds[0].n_pairs == 7
+
+
+def test_scoring_errors_are_not_contamination() -> None:
+    cand = [rec("t1", 1.0), rec("t2", None, status="scoring_error"), rec("t3", 1.0)]
+    inc = arm({"t1": 0.0, "t2": 0.0, "t3": 0.0}, candidate="inc")
+    assert not contaminated(cand + inc)
+    verdict = StrictGate().decide(FakeSampler((cand, inc)))
+    assert verdict.decision == "accept"
+    assert verdict.rounds[0].n_pairs == 2
+    assert verdict.rollouts == 6
+
+
+@pytest.mark.parametrize("gate_cls", [StrictGate, PairedZGate])
+def test_no_paired_task_rejects(gate_cls: type[Gate]) -> None:
+    verdict = gate_cls().decide(sampler({"t1": 1.0, "t2": None}, {"t2": 0.0, "t3": 0.0}))
+    assert verdict.decision == "reject"
+    assert "no val task" in verdict.reason
+    assert verdict.rounds[0].n_pairs == 0
+    assert verdict.val_candidate is None and verdict.val_incumbent is None  # means over paired tasks only
+
+
+def test_nothing_scored_rejects_without_values() -> None:
+    cand = [rec("t1", None, status="scoring_error")]
+    inc = [rec("t1", None, status="scoring_error", candidate="inc")]
+    verdict = StrictGate().decide(FakeSampler((cand, inc)))
+    assert verdict.decision == "reject"
+    assert verdict.val_candidate is None and verdict.val_incumbent is None
+    assert verdict.rollouts == 2
+
+
+def test_strict_decides_on_paired_tasks_only() -> None:
+    # Paired on t1 only: the candidate is worse there (0.9 < 1.0); t2 is unscored for the candidate.
+    cand = [rec("t1", 0.9), rec("t2", None, status="scoring_error")]
+    inc = arm({"t1": 1.0, "t2": 0.0}, candidate="inc")
+    verdict = StrictGate().decide(FakeSampler((cand, inc)))
+    assert verdict.rounds[0].statistic["mean_diff"] == pytest.approx(-0.1)
+    assert verdict.decision == "reject"
+
+
+# --- paired-z ------------------------------------------------------------------------------------
+
+
+def _pz(gains: list[float], base: float = 0.4) -> FakeSampler:
+    tasks = [f"t{i}" for i in range(len(gains))]
+    return sampler(
+        {t: round(base + g, 6) for t, g in zip(tasks, gains, strict=True)}, dict.fromkeys(tasks, base)
+    )
+
+
+def test_paired_z_needs_six_pairs() -> None:
+    verdict = PairedZGate().decide(_pz([0.5, 0.5, 0.4, 0.5, 0.6]))
+    assert verdict.decision == "reject"
+    assert "only 5 paired tasks" in verdict.reason
+    assert verdict.rounds[0].n_pairs == 5
+    assert PairedZGate.MIN_PAIRS == 6
+
+
+def test_paired_z_accepts_a_consistent_gain() -> None:
+    gains = [0.2, 0.3, 0.1, 0.2, 0.3, 0.2]
+    verdict = PairedZGate(metric="mixed", reps=1).decide(_pz(gains))
+    assert verdict.decision == "accept"
+    stat = verdict.rounds[0].statistic
+    d = sum(gains) / 6
+    se = math.sqrt(sum((g - d) ** 2 for g in gains) / 5) / math.sqrt(6)
+    assert stat["mean_diff"] == pytest.approx(d, abs=1e-6)
+    assert stat["se"] == pytest.approx(se, abs=1e-6)
+    assert stat["z"] == pytest.approx(d / se, abs=1e-3)
+    assert stat["z"] >= 1.645
+    assert ">= 1.645 se" in verdict.reason
+
+
+def test_paired_z_rejects_a_noisy_gain() -> None:
+    gains = [0.6, -0.4, 0.5, -0.3, 0.4, -0.2, 0.3, -0.3]  # mean +0.075, se ~0.14
+    verdict = PairedZGate().decide(_pz(gains))
+    assert verdict.decision == "reject"
+    assert verdict.val_candidate is not None and verdict.val_incumbent is not None
+    assert verdict.val_candidate > verdict.val_incumbent  # strict would have taken it
+    assert StrictGate().decide(_pz(gains)).accept
+    assert verdict.rounds[0].statistic["z"] < 1.645
+    assert "below 1.645 se" in verdict.reason
+
+
+def test_paired_z_threshold() -> None:
+    # Gains d + e_i with sample sd s: z = d * sqrt(n) / s. n = 6, e = +-0.1 alternating: s = 0.1095.
+    s = math.sqrt(6 * 0.01 / 5)
+    se = s / math.sqrt(6)
+    for factor, decision in ((1.7, "accept"), (1.6, "reject")):
+        d = factor * se
+        gains = [d + e for e in (0.1, -0.1, 0.1, -0.1, 0.1, -0.1)]
+        verdict = PairedZGate().decide(_pz(gains))
+        assert verdict.decision == decision, (factor, verdict.reason)
+
+
+def test_paired_z_equal_gains() -> None:
+    assert PairedZGate().decide(_pz([0.25] * 6)).decision == "accept"
+    assert PairedZGate().decide(_pz([0.0] * 6)).decision == "reject"
+    assert PairedZGate().decide(_pz([-0.25] * 6)).decision == "reject"
+    verdict = PairedZGate().decide(_pz([0.0] * 6))
+    assert verdict.rounds[0].statistic["z"] is None
+
+
+# --- registry ------------------------------------------------------------------------------------
+
+
+def test_gates_come_from_entry_points() -> None:
+    names = GATES.names()
+    assert {"strict", "paired-z"} <= set(names)
+    declared = {ep.name: ep.value for ep in entry_points(group="skilltune.gates")}
+    assert declared["strict"] == "skilltune.gate:StrictGate"
+    assert declared["paired-z"] == "skilltune.gate:PairedZGate"
+    assert GATES.get("strict") is StrictGate
+    assert GATES.get("paired-z") is PairedZGate
+
+
+def test_make_gate() -> None:
+    gate = make_gate("paired-z", "soft", 3)
+    assert isinstance(gate, PairedZGate)
+    assert (gate.metric, gate.reps) == ("soft", 3)
+    strict = make_gate("strict", "hard", 2, extra=1)
+    assert isinstance(strict, StrictGate) and strict.settings == {"extra": 1}
+    s = sampler({"t1": 1.0}, {"t1": 0.0})
+    strict.decide(s)
+    assert s.calls == [(0, 2)]
+
+
+def test_unknown_gate_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"unknown gate 'lenient'.*paired-z.*strict"):
+        make_gate("lenient", "mixed", 1)
+
+
+def test_runtime_registered_gate() -> None:
+    class AlwaysGate(StrictGate):
+        name = "always"
+
+    GATES.register("always", AlwaysGate)
+    try:
+        assert "always" in GATES.names()
+        assert isinstance(make_gate("always", "mixed", 1), AlwaysGate)
+    finally:
+        GATES.unregister("always")
+    assert "always" not in GATES.names()
+
+
+# --- pure noise ----------------------------------------------------------------------------------
+
+NOISE_DECISIONS = 2000
+NOISE_TASKS = 8
+
+
+def _exact_accept_rates() -> tuple[float, float]:
+    """Exact acceptance on pure noise (8 tasks, 1 replicate, p = 0.5): strict and paired-z."""
+    strict = (1 - math.comb(2 * NOISE_TASKS, NOISE_TASKS) / 2 ** (2 * NOISE_TASKS)) / 2
+    weight = {-1: 0.25, 0: 0.5, 1: 0.25}
+    pz = 0.0
+    for diffs in itertools.product((-1, 0, 1), repeat=NOISE_TASKS):
+        n = len(diffs)
+        d = sum(diffs) / n
+        se = math.sqrt(sum((x - d) ** 2 for x in diffs) / (n - 1)) / math.sqrt(n)
+        if d > 0 and (se == 0 or d >= PairedZGate.Z * se):
+            pz += math.prod(weight[x] for x in diffs)
+    return strict, pz
+
+
+def test_pure_noise_strict_accepts_often_paired_z_rarely() -> None:
+    """Why strict is a weak gate: on pure noise it takes ~40% of candidates (ties reject)."""
+    rng = random.Random(20240601)
+    tasks = [f"t{i}" for i in range(NOISE_TASKS)]
+    accepted = {"strict": 0, "paired-z": 0}
+    gates: dict[str, Gate] = {"strict": StrictGate(), "paired-z": PairedZGate()}
+    for _ in range(NOISE_DECISIONS):
+        s = sampler(
+            {t: float(rng.random() < 0.5) for t in tasks}, {t: float(rng.random() < 0.5) for t in tasks}
+        )
+        for name, gate in gates.items():
+            accepted[name] += gate.decide(s).accept
+    strict_rate = accepted["strict"] / NOISE_DECISIONS
+    pz_rate = accepted["paired-z"] / NOISE_DECISIONS
+    exact_strict, exact_pz = _exact_accept_rates()
+    figures = (
+        f"strict {strict_rate:.1%} (exact {exact_strict:.1%}), paired-z {pz_rate:.1%} "
+        f"(exact {exact_pz:.1%}) over {NOISE_DECISIONS} noise decisions"
+    )
+    assert 0.37 <= strict_rate <= 0.50, figures
+    assert pz_rate <= 0.12, figures
+    assert pz_rate < strict_rate / 3, figures
+    for rate, exact in ((strict_rate, exact_strict), (pz_rate, exact_pz)):
+        assert abs(rate - exact) <= 3 * math.sqrt(exact * (1 - exact) / NOISE_DECISIONS), figures

@@ -1,0 +1,396 @@
+"""The training loop end to end with the mock agent and the mock proposer."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from skilltune.cli import app
+from skilltune.errors import UsageError
+from skilltune.skill import load_skill
+from skilltune.store import RESULTS_HEADER, RunDir
+from skilltune.train import resume, train
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, NULL_SUITE, REPO
+
+runner = CliRunner()
+
+
+def _quiet() -> dict[str, Any]:
+    from skilltune.progress import PlainReporter
+
+    return {"reporter": PlainReporter(quiet=True)}
+
+
+def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -> None:
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1, **_quiet()
+    )
+    run = RunDir(tmp_path / "demo")
+    assert result.state == "success", result.reason
+    assert run.terminal() is not None and run.terminal_path.read_text().startswith("success: ")
+    assert result.best_val is not None and result.seed_val is not None and result.best_val > result.seed_val
+    rows = [line.split("\t") for line in run.results.read_text().splitlines()]
+    assert tuple(rows[0]) == RESULTS_HEADER
+    steps = [r for r in rows[1:] if r[2] == "step"]
+    assert [int(r[0]) for r in steps] == list(range(1, 9))
+    assert {r[5] for r in rows[1:]} <= {"keep", "discard", "crash"}
+    comparison = json.loads(run.comparison.read_text())
+    assert set(comparison["arms"]) == {"S0", "best"} and comparison["split"] == "test"
+    assert comparison["arms"]["best"]["mixed"] > comparison["arms"]["S0"]["mixed"]
+    for name in (
+        "config.json",
+        "journal.jsonl",
+        "META.md",
+        "allocation.md",
+        "best_skill.md",
+        "best_skill/SKILL.md",
+    ):
+        assert (run.root / name).is_file(), name
+    step1 = run.step_dir(1)
+    for name in ("reflections.json", "merged_patch.json", "candidate_skill.md", "gate.json", "step.json"):
+        assert (step1 / name).is_file(), name
+    assert list((step1 / "rollouts" / "train").glob("*/*/record.json"))
+    assert list((step1 / "rollouts" / "gate").glob("*/*/record.json"))
+    # accepted versions are commits on skilltune/<name>/<tag>; best is tagged
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "skilltune/incident-postmortem/demo"],
+        cwd=run.skill_repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    kept = [r for r in rows[1:] if r[5] == "keep"]
+    assert len(log) == len(kept) + 1 and log[-1].startswith("[seed]")
+    best_tag = subprocess.run(
+        ["git", "rev-parse", "best", "HEAD"], cwd=run.skill_repo, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert best_tag[0] == best_tag[1]
+    assert load_skill(run.best_dir).hash == result.best_hash
+    # per-stage wall time in the journal, also for a backend that reports no tokens
+    stages = {(e["unit"], e["stage"]) for e in run.read_journal() if e["event"] == "stage"}
+    assert {("step_0001", "rollout"), ("step_0001", "reflect"), ("step_0001", "gate")} <= stages
+    assert all("seconds" in e for e in run.read_journal() if e["event"] == "stage")
+    # proposer prompts hold train evidence only: no val or test task id appears in them
+    suite_ids = {
+        json.loads(line)["id"]
+        for split in ("val", "test")
+        for line in (MOCK_SUITE / f"{split}.jsonl").read_text().splitlines()
+    }
+    for reflections in run.steps.rglob("reflections.json"):
+        text = reflections.read_text()
+        assert not [i for i in suite_ids if i in text]
+
+
+def test_same_seed_same_run(tmp_path: Path) -> None:
+    a = train(MOCK_SUITE, MOCK_SKILL, tag="a", runs_dir=str(tmp_path), max_steps=3, seed=4, **_quiet())
+    b = train(
+        MOCK_SUITE, MOCK_SKILL, tag="b", runs_dir=str(tmp_path), max_steps=3, seed=4, workers=1, **_quiet()
+    )
+    assert a.best_hash == b.best_hash
+    assert (tmp_path / "a" / "results.tsv").read_text() == (tmp_path / "b" / "results.tsv").read_text()
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "skilltune.cli", *args]
+
+
+def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) -> None:
+    """>= 10 SIGKILLs at random moments; each time resume; the end equals an uninterrupted run."""
+    env = dict(os.environ, SKILLTUNE_WORKSPACES=str(tmp_path / "ws"))
+    args = [
+        "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "mock", "--proposer", "mock",
+        "--max-steps", "6", "--epoch-steps", "3", "--seed", "3", "--workers", "2", "--quiet",
+        "--agent-opt", "sleep_s=0.03",
+    ]  # fmt: skip
+    ref = subprocess.run(
+        _cli(*args, "--tag", "ref", "--runs-dir", str(tmp_path / "a")),
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert ref.returncode == 0, ref.stderr
+    run = RunDir(tmp_path / "b" / "killed")
+    rng = random.Random(20261129)
+    kills = 0
+    while run.terminal() is None:
+        resuming = run.config.is_file()
+        cmd = (
+            _cli("resume", str(run.root), "--quiet")
+            if resuming
+            else _cli(*args, "--tag", "killed", "--runs-dir", str(tmp_path / "b"))
+        )
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            proc.wait(timeout=rng.uniform(0.6, 1.6) if kills < 12 else 300)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            continue
+        assert proc.stderr is not None
+        assert proc.returncode == 0, proc.stderr.read().decode()
+    reference = RunDir(tmp_path / "a" / "ref")
+    assert kills >= 10
+    assert run.results.read_text() == reference.results.read_text()
+    assert load_skill(run.best_dir).hash == load_skill(reference.best_dir).hash
+    assert run.terminal() == reference.terminal()
+    ours = json.loads(run.comparison.read_text())
+    theirs = json.loads(reference.comparison.read_text())
+    assert ours["arms"] == theirs["arms"] and ours["pairs"] == theirs["pairs"]
+    sessions = [e for e in run.read_journal() if e["event"] == "session_start"]
+    assert len(sessions) >= 2  # it really was interrupted and resumed
+
+
+def test_a_second_process_is_refused_by_the_lock(tmp_path: Path) -> None:
+    train(MOCK_SUITE, MOCK_SKILL, tag="t", runs_dir=str(tmp_path), max_steps=1, seed=0, **_quiet())
+    run = RunDir(tmp_path / "t")
+    run.terminal_path.unlink()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time;f=open(sys.argv[1],'a+');fcntl.flock(f,fcntl.LOCK_EX);print('locked',flush=True);time.sleep(30)",
+            str(run.root / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        with pytest.raises(UsageError, match="in use by another skilltune process"):
+            resume(run.root, **_quiet())
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_stop_file_ends_stopped_and_resume_continues(tmp_path: Path) -> None:
+    from skilltune.progress import PlainReporter
+
+    class StopAfterFirstUnit(PlainReporter):
+        def line(self, text: str) -> None:
+            if text.startswith("step 1 "):
+                (tmp_path / "s" / "STOP").write_text("")
+
+    result = train(
+        MOCK_SUITE,
+        MOCK_SKILL,
+        tag="s",
+        runs_dir=str(tmp_path),
+        max_steps=4,
+        seed=0,
+        reporter=StopAfterFirstUnit(quiet=True),
+    )
+    assert result.state == "stopped"
+    assert result.steps == 1
+    (tmp_path / "s" / "STOP").unlink()
+    resumed = resume(tmp_path / "s", **_quiet())
+    assert resumed.state in ("success", "no-progress")
+    assert resumed.steps == 4
+    train(MOCK_SUITE, MOCK_SKILL, tag="u", runs_dir=str(tmp_path), max_steps=4, seed=0, **_quiet())
+    assert (tmp_path / "s" / "results.tsv").read_text() == (tmp_path / "u" / "results.tsv").read_text()
+
+
+def test_budgets_refuse_too_small_and_exhaust_then_resume_with_a_raise(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot pay for the seed's val pass and one full step"):
+        train(MOCK_SUITE, MOCK_SKILL, tag="tiny", runs_dir=str(tmp_path), budget_rollouts=10, **_quiet())
+    assert not (tmp_path / "tiny").exists()
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="b", runs_dir=str(tmp_path), max_steps=5, budget_rollouts=60, **_quiet()
+    )
+    assert result.state == "exhausted"
+    assert "rollout budget" in result.reason
+    spent = len(list((tmp_path / "b").rglob("record.json")))
+    assert spent <= 60
+    more = resume(tmp_path / "b", budget_rollouts=1000, **_quiet())
+    assert more.state in ("success", "no-progress")
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["budget_rollouts"] == 1000
+
+
+def test_resume_and_train_refusals(tmp_path: Path) -> None:
+    train(MOCK_SUITE, MOCK_SKILL, tag="done", runs_dir=str(tmp_path), max_steps=1, **_quiet())
+    with pytest.raises(UsageError, match="already ended"):
+        resume(tmp_path / "done")
+    with pytest.raises(UsageError, match="skilltune resume"):
+        train(MOCK_SUITE, MOCK_SKILL, tag="done", runs_dir=str(tmp_path), max_steps=1, **_quiet())
+    with pytest.raises(UsageError, match=r"no config\.json"):
+        resume(tmp_path / "nothing-here")
+    forced = train(
+        MOCK_SUITE, MOCK_SKILL, tag="done", runs_dir=str(tmp_path), max_steps=2, force=True, **_quiet()
+    )
+    assert forced.steps == 2
+    with pytest.raises(UsageError, match="max_steps"):
+        train(MOCK_SUITE, MOCK_SKILL, tag="bad", runs_dir=str(tmp_path), max_steps=0, **_quiet())
+    with pytest.raises(UsageError, match="unknown gate"):
+        train(MOCK_SUITE, MOCK_SKILL, tag="bad", runs_dir=str(tmp_path), gate="nope", **_quiet())
+    assert not (tmp_path / "bad").exists()
+
+
+def test_a_suite_changed_under_the_run_blocks_it(tmp_path: Path) -> None:
+    import shutil
+
+    suite = tmp_path / "suite"
+    shutil.copytree(MOCK_SUITE, suite)
+    from skilltune.progress import PlainReporter
+
+    class EditSuite(PlainReporter):
+        def line(self, text: str) -> None:
+            if text.startswith("step 1 "):
+                with (suite / "train.jsonl").open("a") as f:
+                    f.write(
+                        json.dumps(
+                            {
+                                "id": "train-new",
+                                "prompt": "p",
+                                "requires": [],
+                                "scoring": {"required": ["RESULT: solved"]},
+                            }
+                        )
+                        + "\n"
+                    )
+
+    result = train(
+        suite, MOCK_SKILL, tag="c", runs_dir=str(tmp_path), max_steps=3, reporter=EditSuite(quiet=True)
+    )
+    assert result.state == "blocked"
+    assert "changed under the run" in result.reason
+
+
+def test_rewrite_mode_and_evidence_from(tmp_path: Path) -> None:
+    patch = train(
+        MOCK_SUITE, MOCK_SKILL, tag="arm-a", runs_dir=str(tmp_path), max_steps=3, seed=2, **_quiet()
+    )
+    rewrite = train(
+        MOCK_SUITE, MOCK_SKILL, tag="arm-b", runs_dir=str(tmp_path), max_steps=3, seed=2, mode="rewrite",
+        evidence_from=str(tmp_path / "arm-a"), **_quiet(),
+    )  # fmt: skip
+    assert patch.state == "success" and rewrite.state in ("success", "no-progress")
+    allocation = (tmp_path / "arm-b" / "allocation.md").read_text()
+    assert "author" in allocation and "red-team reviewer" in allocation and "separate calls" in allocation
+    calls = json.loads((tmp_path / "arm-b" / "steps" / "step_0001" / "reflections.json").read_text())["calls"]
+    assert [c["role"] for c in calls] == ["failure analyst", "author", "red-team reviewer"]
+    # arm B read arm A's recorded train rollouts and ran none of its own
+    assert not list((tmp_path / "arm-b" / "steps").glob("step_*/rollouts/train"))
+    a_ids = sorted(
+        p.parent.name
+        for p in (tmp_path / "arm-a" / "steps" / "step_0001").glob("rollouts/train/*/*/record.json")
+    )
+    assert a_ids and all(
+        i.split("_r")[0] in (tmp_path / "arm-b" / "steps" / "step_0001" / "reflections.json").read_text()
+        for i in a_ids
+    )
+
+
+def test_null_suite_with_strict_gate_accepts_noise(tmp_path: Path) -> None:
+    """Documents the weakness the verdicts issue fixes: strict accepts pure noise."""
+    result = train(
+        NULL_SUITE,
+        REPO / "examples" / "null-demo" / "skill",
+        tag="n",
+        runs_dir=str(tmp_path),
+        max_steps=4,
+        seed=0,
+        patience=10,
+        **_quiet(),
+    )
+    assert result.steps == 4
+
+
+def test_cli_train_with_config_file_and_flags(tmp_path: Path) -> None:
+    config = tmp_path / "train.toml"
+    config.write_text(
+        "max-steps = 2\nseed = 5\nbatch = 4\n[agent_options]\ncrn = true\n[proposer_options]\np_right = 1.0\n"
+    )
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            str(MOCK_SUITE),
+            "--skill",
+            str(MOCK_SKILL),
+            "--tag",
+            "cfg",
+            "--runs-dir",
+            str(tmp_path),
+            "--config",
+            str(config),
+            "--seed",
+            "6",
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    stored = json.loads((tmp_path / "cfg" / "config.json").read_text())
+    assert stored["max_steps"] == 2 and stored["batch"] == 4 and stored["seed"] == 6
+    assert stored["agent_options"] == {"crn": True} and stored["proposer_options"] == {"p_right": 1.0}
+    assert "results.tsv" in result.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text("max_steps = [\n")
+    refused = runner.invoke(
+        app,
+        [
+            "train",
+            str(MOCK_SUITE),
+            "--skill",
+            str(MOCK_SKILL),
+            "--tag",
+            "x",
+            "--runs-dir",
+            str(tmp_path),
+            "--config",
+            str(bad),
+        ],
+    )
+    assert refused.exit_code == 2 and "not valid TOML" in refused.output
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("colour = 'blue'\n")
+    refused = runner.invoke(
+        app,
+        [
+            "train",
+            str(MOCK_SUITE),
+            "--skill",
+            str(MOCK_SKILL),
+            "--tag",
+            "x",
+            "--runs-dir",
+            str(tmp_path),
+            "--config",
+            str(unknown),
+        ],
+    )
+    assert refused.exit_code == 2 and "colour" in refused.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_secrets_are_redacted_in_config_json(tmp_path: Path) -> None:
+    from skilltune.train import REDACTED, redact
+
+    assert redact({"api_key": "sk-1", "nested": {"auth_token": "t", "model": "m"}}) == {
+        "api_key": REDACTED,
+        "nested": {"auth_token": REDACTED, "model": "m"},
+    }
+    started = time.monotonic()
+    train(
+        MOCK_SUITE,
+        MOCK_SKILL,
+        tag="r",
+        runs_dir=str(tmp_path),
+        max_steps=1,
+        proposer_options={"roles": {"author": "x"}},
+        **_quiet(),
+    )
+    assert time.monotonic() - started < 60
