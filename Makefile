@@ -10,7 +10,7 @@ SRC := skilltune tests benchmarks
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements/ci.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements/ci.txt -e '.[dev,api]'
 	touch $(STAMP)
 
 install: $(STAMP)

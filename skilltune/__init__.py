@@ -7,25 +7,32 @@ from __future__ import annotations
 
 __version__ = "0.1.0.dev0"
 
+from skilltune.compare import Comparison, compare
 from skilltune.errors import ScoringError, SkilltuneError, UsageError
 from skilltune.evaluate import EvalSummary, evaluate
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.smoke import smoke
 from skilltune.suite import Suite, Task, load_suite, validate_suite
+from skilltune.train import TrainResult, resume, train
 
 __all__ = [
     "Candidate",
+    "Comparison",
     "EvalSummary",
     "ScoringError",
     "SkilltuneError",
     "Suite",
     "Task",
+    "TrainResult",
     "UsageError",
     "__version__",
+    "compare",
     "evaluate",
     "lint_candidate",
     "load_skill",
     "load_suite",
+    "resume",
     "smoke",
+    "train",
     "validate_suite",
 ]

@@ -35,6 +35,8 @@ def test_readme_command_runs(command: str, tmp_path: Path, monkeypatch: pytest.M
     args = shlex.split(command.split("#", 1)[0])[1:]
     if "--out" in args:
         args[args.index("--out") + 1] = str(tmp_path / "out")
+    if args[0] == "train":
+        args += ["--runs-dir", str(tmp_path), "--quiet"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, f"{command}\n{result.output}"
 
@@ -43,6 +45,7 @@ def test_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(REPO)
     (code,) = _blocks("python")
     code = code.replace('"runs/api-eval"', repr(str(tmp_path / "api")))
+    code = code.replace('runs_dir="runs"', f"runs_dir={str(tmp_path)!r}")
     exec(compile(code, "README.md", "exec"), {})
     assert (tmp_path / "api" / "summary.json").is_file()
 

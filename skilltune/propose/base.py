@@ -5,14 +5,22 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.propose.model import EvidencePacket, Proposal, ProposerCall
 from skilltune.suite import Suite
 
+# Configurable roles. "merger" is reserved: merging (dedupe, support, rank) is done in code.
 ROLES = ("analyst", "merger", "author", "red-team")
+_CALL_ROLES = {"failure analyst": "analyst", "red-team reviewer": "red-team", "slow-update": "analyst"}
+
+
+def role_of(call: str) -> str:
+    """The configurable role behind a call name ("analyst (repair)" -> "analyst")."""
+    base = call.split(" (", maxsplit=1)[0]
+    return _CALL_ROLES.get(base, base)
 
 
 class ProposerOptions(BaseModel):
@@ -22,6 +30,14 @@ class ProposerOptions(BaseModel):
 
     model: str | None = None
     roles: dict[str, str] = {}  # role -> model, e.g. {"author": "opus", "red-team": "sonnet"}
+
+    @field_validator("roles")
+    @classmethod
+    def _known_roles(cls, roles: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(roles) - set(ROLES))
+        if unknown:
+            raise ValueError(f"unknown role(s) {', '.join(unknown)}; roles are {', '.join(ROLES)}")
+        return roles
 
     def model_for(self, role: str) -> str | None:
         return self.roles.get(role) or self.model
@@ -57,14 +73,10 @@ class Proposer(ABC):
 
     def allocation(self, mode: str) -> dict[str, Any]:
         """Which model plays each role and whether roles run as separate calls (allocation.md)."""
-        roles = ("analyst",) if mode == "patch" else ("failure analyst", "author", "red-team reviewer")
+        calls = ("analyst",) if mode == "patch" else ("failure analyst", "author", "red-team reviewer")
         return {
             "proposer": self.name,
-            "roles": {
-                r: self.options.model_for(r.split()[0] if r != "red-team reviewer" else "red-team")
-                or "default"
-                for r in roles
-            },
+            "roles": {call: self.options.model_for(role_of(call)) or "default" for call in calls},
             "separate_calls": True,
         }
 

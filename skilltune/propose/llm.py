@@ -1,0 +1,227 @@
+"""Proposers backed by a language model.
+
+``ModelProposer`` holds what every model-backed proposer does the same way: render
+the prompts, ask, validate the JSON answer against a schema (one repair retry),
+and run rewrite mode's roles as separate calls. Subclasses only say how to ask
+(``ask(role, prompt) -> Answer``). ``APIProposer`` (``--proposer api``) asks an
+OpenAI-compatible or Anthropic endpoint through LangChain; the vendor packages are
+imported only when it is used, and a missing one says what to install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from skilltune.errors import SkilltuneError, UsageError
+from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
+from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall
+from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
+
+_FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
+
+
+class ProposerUnavailable(SkilltuneError):
+    """The model endpoint could not be reached or refused us (after its own retries)."""
+
+    exit_code = 3
+
+
+@dataclass
+class Answer:
+    text: str
+    model: str
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
+class EditsAnswer(BaseModel):
+    edits: list[Edit] = Field(default_factory=list)
+
+
+def parse_json(text: str) -> Any:
+    """The JSON object in a model's answer (bare, or in a fenced block)."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for chunk in candidates:
+        start, end = chunk.find("{"), chunk.rfind("}")
+        if start >= 0 and end > start:
+            try:
+                return json.loads(chunk[start : end + 1])
+            except json.JSONDecodeError:
+                continue
+    raise ValueError("no JSON object found in the answer")
+
+
+def extract_document(text: str) -> str:
+    """A whole skill document from an answer: the fenced block when there is one."""
+    fenced = [m.group(1) for m in _FENCE.finditer(text)]
+    body = max(fenced, key=len) if fenced else text
+    return body.strip() + "\n"
+
+
+class ModelProposer(Proposer):
+    """Prompts, schema validation with one repair retry, and roles as separate calls."""
+
+    @abstractmethod
+    def ask(self, role: str, prompt: str) -> Answer: ...
+
+    def _call(self, role: str, prompt: str, calls: list[ProposerCall]) -> Answer:
+        t0 = time.monotonic()
+        answer = self.ask(role, prompt)
+        calls.append(
+            ProposerCall(
+                role=role,
+                model=answer.model,
+                prompt=prompt,
+                response=answer.text,
+                seconds=round(time.monotonic() - t0, 3),
+                tokens_in=answer.tokens_in,
+                tokens_out=answer.tokens_out,
+            )
+        )
+        return answer
+
+    def propose(self, packet: EvidencePacket) -> Proposal:
+        if packet.mode == "rewrite":
+            return self._rewrite(packet)
+        calls: list[ProposerCall] = []
+        prompt = reflect_prompt(packet)
+        answer = self._call("analyst", prompt, calls)
+        try:
+            edits = self._edits(answer.text)
+        except ValueError as first:
+            repair = (
+                f"{prompt}\n\n## Your previous answer could not be used\n\n{first}\n\n"
+                'Answer again with JSON only: {"edits": [...]} as described above.'
+            )
+            answer = self._call("analyst (repair)", repair, calls)
+            try:
+                edits = self._edits(answer.text)
+            except ValueError as second:
+                return Proposal(calls=calls, notes={"error": f"invalid answer twice: {second}"})
+        for rank, edit in enumerate(edits):
+            edit.rank = rank
+        return Proposal(edits=edits, calls=calls)
+
+    def _edits(self, text: str) -> list[Edit]:
+        try:
+            return EditsAnswer.model_validate(parse_json(text)).edits
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
+            )
+            raise ValueError(f"the JSON does not match the schema: {problems}") from None
+
+    def _rewrite(self, packet: EvidencePacket) -> Proposal:
+        calls: list[ProposerCall] = []
+        causes = self._call("failure analyst", rewrite_prompt(packet, "failure analyst"), calls).text
+        draft = self._call(
+            "author", rewrite_prompt(packet, "author", f"## Failure causes\n\n{causes}"), calls
+        ).text
+        review_prompt = rewrite_prompt(
+            packet, "red-team reviewer", f"## The author's draft\n\n{extract_document(draft)}"
+        )
+        final = extract_document(self._call("red-team reviewer", review_prompt, calls).text)
+        files = dict(packet.skill_files)
+        files[packet.skill_main] = final
+        return Proposal(files=files, calls=calls)
+
+    def slow_update(
+        self, skill_text: str, comparison: str, kept: list[str], rejected: list[str], seed: int
+    ) -> SlowUpdate:
+        calls: list[ProposerCall] = []
+        answer = self._call("slow-update", slow_update_prompt(skill_text, comparison, kept, rejected), calls)
+        return SlowUpdate(guidance=extract_document(answer.text).strip(), calls=calls)
+
+
+class APIProposerOptions(ProposerOptions):
+    provider: Literal["openai", "anthropic"] = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="name of the variable holding the key")
+    temperature: float = 0.0
+    max_tokens: int = 4096
+    timeout_s: float = 300.0
+    max_retries: int = 4
+
+
+_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_INSTALL = "pip install 'skilltune[api]'"
+
+
+class APIProposer(ModelProposer):
+    """A model behind an OpenAI-compatible or Anthropic API, through LangChain."""
+
+    name = "api"
+    Options = APIProposerOptions
+
+    def __init__(self, suite: Any, options: ProposerOptions) -> None:
+        super().__init__(suite, options)
+        assert isinstance(self.options, APIProposerOptions)
+        if not self.options.model:
+            raise UsageError("the api proposer needs a model: --proposer-opt model=NAME")
+        key_env = self.options.api_key_env or _DEFAULT_KEY_ENV[self.options.provider]
+        if not os.environ.get(key_env):
+            raise UsageError(
+                f"the api proposer reads its key from ${key_env}; set it "
+                "(or name another variable with --proposer-opt api_key_env=VAR)"
+            )
+        self._key_env = key_env
+        self._models: dict[str, Any] = {}
+
+    def _client(self, model: str) -> Any:
+        options = self.options
+        assert isinstance(options, APIProposerOptions)
+        if model in self._models:
+            return self._models[model]
+        key = os.environ.get(self._key_env, "")
+        common = {
+            "model": model,
+            "temperature": options.temperature,
+            "max_tokens": options.max_tokens,
+            "timeout": options.timeout_s,
+            "max_retries": options.max_retries,
+        }
+        try:
+            if options.provider == "openai":
+                from langchain_openai import ChatOpenAI
+
+                client: Any = ChatOpenAI(api_key=key, base_url=options.base_url, **common)
+            else:
+                from langchain_anthropic import ChatAnthropic
+
+                client = ChatAnthropic(api_key=key, base_url=options.base_url, **common)
+        except ImportError as exc:
+            raise UsageError(
+                f"the api proposer needs LangChain's {options.provider} package: {_INSTALL} ({exc.name} is missing)"
+            ) from None
+        self._models[model] = client
+        return client
+
+    def ask(self, role: str, prompt: str) -> Answer:
+        options = self.options
+        assert isinstance(options, APIProposerOptions)
+        model = options.model_for(role_of(role)) or str(options.model)
+        client = self._client(model)
+        try:
+            message = client.invoke(prompt)
+        except Exception as exc:
+            raise ProposerUnavailable(
+                f"the {options.provider} endpoint failed for the {role}: {type(exc).__name__}: {exc}"
+            ) from None
+        usage = getattr(message, "usage_metadata", None) or {}
+        content = message.content
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+        )
+        return Answer(
+            text=text, model=model, tokens_in=usage.get("input_tokens"), tokens_out=usage.get("output_tokens")
+        )
