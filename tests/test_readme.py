@@ -1,4 +1,8 @@
-"""The README's examples run as written (output folders redirected to tmp)."""
+"""The README's examples run as written (output folders redirected to tmp).
+
+Every ```sh block line starting with ``skilltune`` runs; templates with
+placeholders (SUITE, SKILL) live in ```text blocks and are not run.
+"""
 
 from __future__ import annotations
 
