@@ -38,9 +38,19 @@ class Plan:
     test_reps: int
     screen: bool
     slow_sample: int
+    gate_reps: int  # replicates per task per arm a gate may use (the cap, for a sequential gate)
 
     @classmethod
-    def of(cls, suite: Suite, batch: int, reps: int, test_reps: int, screen: bool, slow_sample: int) -> Plan:
+    def of(
+        cls,
+        suite: Suite,
+        batch: int,
+        reps: int,
+        test_reps: int,
+        screen: bool,
+        slow_sample: int,
+        gate_reps: int,
+    ) -> Plan:
         train = len(suite.tasks("train"))
         return cls(
             train=train,
@@ -51,6 +61,7 @@ class Plan:
             test_reps=test_reps,
             screen=screen,
             slow_sample=min(slow_sample, train),
+            gate_reps=gate_reps,
         )
 
     @property
@@ -59,7 +70,8 @@ class Plan:
 
     @property
     def gate(self) -> int:
-        return 2 * self.val * self.reps
+        """At most: a sequential gate usually stops well before its cap."""
+        return 2 * self.val * self.gate_reps
 
     @property
     def step(self) -> int:
@@ -79,7 +91,7 @@ class Plan:
 
     def explain_step(self) -> str:
         screen = " x2 with --screen" if self.screen else ""
-        return f"train {self.batch}x{self.reps}{screen}, gate 2x{self.val}x{self.reps}"
+        return f"train {self.batch}x{self.reps}{screen}, gate up to 2x{self.val}x{self.gate_reps}"
 
 
 def spent(run: RunDir) -> Spent:
@@ -120,12 +132,18 @@ class Budget:
     usd: float | None = None
     hours: float | None = None
 
-    def check(self, run: RunDir, need: int) -> None:
-        """Raise BudgetExhausted when the next unit (``need`` rollouts) cannot be paid."""
+    def check(self, run: RunDir, need: int, already: int = 0) -> None:
+        """Raise BudgetExhausted when the next unit cannot be paid.
+
+        ``need`` is the most the unit may use; ``already`` the rollouts it recorded
+        before an interruption (they are paid for: a resumed run stops where an
+        uninterrupted one would, with the same message).
+        """
         used = spent(run)
-        if self.rollouts is not None and used.rollouts + need > self.rollouts:
+        before = used.rollouts - already
+        if self.rollouts is not None and before + need > self.rollouts:
             raise BudgetExhausted(
-                f"rollout budget: {used.rollouts} spent of {self.rollouts}, the next unit needs {need}"
+                f"rollout budget: {before} spent of {self.rollouts} before this unit, which may need {need}"
             )
         if self.tokens is not None and used.tokens >= self.tokens:
             raise BudgetExhausted(f"token budget: {used.tokens} spent of {self.tokens}")

@@ -23,11 +23,12 @@ from rich.table import Table
 
 from skilltune import __version__
 from skilltune.agents import AGENTS, get_backend
+from skilltune.calibrate import calibrate as skilltune_calibrate
 from skilltune.compare import Comparison
 from skilltune.compare import compare as skilltune_compare
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.evaluate import EvalSummary, evaluate
-from skilltune.progress import LiveReporter, PlainReporter, Reporter
+from skilltune.progress import LiveReporter, PlainReporter, Reporter, fmt
 from skilltune.rollout import RolloutRecord
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.smoke import smoke as run_smoke
@@ -184,15 +185,15 @@ def print_summary(summary: EvalSummary) -> None:
         table.add_column(col, justify="left" if col in ("task", "status") else "right")
     for task_id, s in summary.per_task.items():
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
-        table.add_row(task_id, str(s.n), _fmt(s.hard), _fmt(s.soft), _fmt(s.mixed), statuses)
+        table.add_row(task_id, str(s.n), fmt(s.hard), fmt(s.soft), fmt(s.mixed), statuses)
     statuses = ", ".join(f"{k} {v}" for k, v in summary.statuses.items())
     table.add_section()
     table.add_row(
         "overall",
         str(summary.n_rollouts),
-        _fmt(summary.hard_acc),
-        _fmt(summary.soft_acc),
-        _fmt(summary.mixed),
+        fmt(summary.hard_acc),
+        fmt(summary.soft_acc),
+        fmt(summary.mixed),
         statuses,
     )
     out.print(table)
@@ -205,10 +206,6 @@ def print_summary(summary: EvalSummary) -> None:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 class _progress:
@@ -308,9 +305,17 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"--config {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--config {path} is a folder; give a TOML file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; save the TOML file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
-    return {key.replace("-", "_"): value for key, value in raw.items()}
+    settings = {key.replace("-", "_"): value for key, value in raw.items()}
+    for table in ("agent_options", "proposer_options", "gate_options", "edit_budget"):
+        if table in settings and not isinstance(settings[table], dict):
+            raise UsageError(f"{path}: {table} must be a table ([{table}] with key = value lines)")
+    return settings
 
 
 def print_units(run_dir: Path) -> None:
@@ -345,7 +350,7 @@ def _finish_run(result: TrainResult) -> None:
     print_units(Path(result.run_dir))
     out.print(f"\n[bold]{result.state}[/bold]: {result.reason}", markup=True)
     out.print(
-        f"seed val {_fmt(result.seed_val)}, best val {_fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
+        f"seed val {fmt(result.seed_val)}, best val {fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
     )
     if result.comparison is not None:
         print_comparison(result.comparison)
@@ -410,12 +415,17 @@ def train(
         list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Start over if the tag exists.")] = False,
+    resume_run: Annotated[
+        bool, typer.Option("--resume", help="Continue the run under this tag (as skilltune resume).")
+    ] = False,
     supervise_run: Annotated[
         bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
 ) -> None:
     """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
+    if resume_run and force:
+        raise UsageError("--resume continues the run and --force starts it over: give one of them")
     settings: dict[str, Any] = read_config_file(config) if config else {}
     flags = dict(
         skill=skill,
@@ -456,7 +466,14 @@ def train(
     tag_name = settings.pop("tag")
     reporter = _reporter(quiet)
     try:
-        result = skilltune_train(suite, skill_path, tag=tag_name, force=force, reporter=reporter, **settings)
+        if resume_run:
+            run_dir = Path(settings.get("runs_dir", "runs")) / str(tag_name)
+            raised = {k: v for k, v in settings.items() if k.startswith("budget_") or k == "workers"}
+            result = skilltune_resume(run_dir, reporter=reporter, **raised)
+        else:
+            result = skilltune_train(
+                suite, skill_path, tag=tag_name, force=force, reporter=reporter, **settings
+            )
     finally:
         reporter.close()
     _finish_run(result)
@@ -512,9 +529,9 @@ def print_comparison(comparison: Comparison) -> None:
             arm.skill_hash[:12],
             str(arm.n_tasks),
             str(arm.n_rollouts),
-            _fmt(arm.hard_acc),
-            _fmt(arm.soft_acc),
-            _fmt(arm.mixed),
+            fmt(arm.hard_acc),
+            fmt(arm.soft_acc),
+            fmt(arm.mixed),
         )
     out.print(table)
     pairs = Table(title=f"paired by task ({comparison.metric}; diff = b - a)", title_justify="left")
@@ -585,6 +602,63 @@ def compare(
     print_comparison(comparison)
     phase = "test" if split == "test" else "eval"
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
+
+
+@app.command(
+    epilog="Example: skilltune calibrate examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --reps 3 --out runs/calibrate-demo"
+)
+@guarded
+def calibrate(
+    suite: SuiteArg,
+    skill: Annotated[
+        Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
+    ] = None,
+    no_skill: Annotated[
+        bool, typer.Option("--no-skill", help="Calibrate the agent without any skill.")
+    ] = False,
+    agent: AgentOpt = "mock",
+    split: Annotated[str, typer.Option(help="train, val or test.")] = "val",
+    reps: Annotated[int, typer.Option(min=1, help="Replicates per task.")] = 3,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
+    metric: Annotated[str, typer.Option(help="hard, soft or mixed (the gate's metric).")] = "mixed",
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default runs/calibrate-<skill>-<split>).")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+) -> None:
+    """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
+    if (skill is None) == (not no_skill):
+        raise UsageError("give --skill DIR, or --no-skill to calibrate the agent without a skill")
+    if metric not in ("hard", "soft", "mixed"):
+        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
+    loaded = load_suite(suite)
+    candidate = load_skill(skill) if skill is not None else None
+    target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
+    result = skilltune_calibrate(
+        loaded, candidate, agent=agent, split=split, reps=reps, seed=seed, workers=workers, metric=metric,
+        out=target, agent_options=parse_agent_opts(agent_opt), force=force,
+    )  # fmt: skip
+    table = Table(
+        title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"
+    )
+    for col in ("task", "pass rate", metric, "sd", "flags"):
+        table.add_column(col, justify="left" if col in ("task", "flags") else "right")
+    for task_id, t in result.tasks.items():
+        flags = ", ".join(f for f, on in (("flaky", t.flaky), ("flat", not t.discriminates)) if on)
+        table.add_row(task_id, fmt(t.pass_rate), fmt(t.mean), fmt(t.sd), flags)
+    out.print(table)
+    out.print(
+        f"overall pass rate {fmt(result.pass_rate)}, {metric} {fmt(result.mean)}: regime [bold]{result.regime}[/bold]",
+        markup=True,
+    )
+    out.print(f"noise (within-task sd of {metric}): {fmt(result.noise_sd)}")
+    detect = ", ".join(f"{k}: {v if v is not None else '-'}" for k, v in result.rollouts_to_detect.items())
+    out.print(f"paired rollouts per arm a fixed test needs (alpha 0.01, power 0.8) to see a gain of {detect}")
+    for lever in result.levers:
+        out.print(f"- {lever}")
+    out.print(f"\ncalibration: {target / 'calibration.json'}")
 
 
 def main() -> None:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,13 @@ from skilltune.agents import get_backend, parse_agent_options
 from skilltune.errors import UsageError
 from skilltune.evaluate import make_jobs, prepare_out
 from skilltune.execute import Executor, make_executor
-from skilltune.rollout import NO_SKILL, Phase, RetryPolicy, RolloutRecord, RolloutRunner
+from skilltune.rollout import NO_SKILL, Phase, RetryPolicy, RolloutRecord, RolloutRunner, accuracy
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate
-from skilltune.stats import mean, paired_differences, paired_t, task_means
+from skilltune.stats import paired_differences, paired_t, task_means
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
+from skilltune.workspace import check_placement
 
 COMPARISON_SCHEMA_VERSION = 1
 
@@ -65,32 +67,20 @@ class Comparison(BaseModel):
 def _arm(
     records: list[RolloutRecord], task_ids: list[str], reps: int, metric: str, skill_hash: str
 ) -> ArmResult:
+    """One arm's accuracies and per-task, per-replicate scores (records outside the design are ignored)."""
+    kept = [r for r in records if r.task_id in task_ids and r.replicate < reps]
     per_task: dict[str, list[float | None]] = {t: [None] * reps for t in task_ids}
-    per_metric: dict[str, dict[str, list[float | None]]] = {
-        m: {t: [None] * reps for t in task_ids} for m in ("hard", "soft", "mixed")
-    }
-    statuses: dict[str, int] = {}
-    for r in records:
-        statuses[r.status] = statuses.get(r.status, 0) + 1
-        if r.score is None or r.task_id not in per_task or r.replicate >= reps:
-            continue
-        per_task[r.task_id][r.replicate] = r.score.metric(metric)
-        for m in per_metric:
-            per_metric[m][r.task_id][r.replicate] = r.score.metric(m)
-
-    def acc(m: str) -> float | None:
-        means = task_means(per_metric[m])
-        return round(mean(list(means.values())), 6) if means else None
-
+    for r in kept:
+        per_task[r.task_id][r.replicate] = r.score.metric(metric) if r.score else None
     return ArmResult(
         skill_hash=skill_hash,
-        hard_acc=acc("hard"),
-        soft_acc=acc("soft"),
-        mixed=acc("mixed"),
+        hard_acc=accuracy(kept, "hard"),
+        soft_acc=accuracy(kept, "soft"),
+        mixed=accuracy(kept, "mixed"),
         n_tasks=len(task_means(per_task)),
         n_rollouts=len(records),
         n_scored=sum(1 for r in records if r.score is not None),
-        statuses=dict(sorted(statuses.items())),
+        statuses=dict(sorted(Counter(r.status for r in records).items())),
         per_task=per_task,
     )
 
@@ -190,8 +180,10 @@ def compare(
     backend = get_backend(agent)
     options = parse_agent_options(backend, agent_options or {})
     suite.tasks(split)
+    for cand in arms.values():
+        check_placement(cand, backend, options.placement)
     out = Path(out)
-    prepare_out(out, force)
+    prepare_out(out, force, suite, ("comparison.json",))
     runner = RolloutRunner(
         suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy()
     )

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from skilltune.progress import fmt
 from skilltune.propose.edit import set_protected_block
-from skilltune.skill import lint_candidate
+from skilltune.rollout import accuracy
 from skilltune.store import UnitRecord, read_json, write_json, write_text
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ SLOW_UPDATE_BLOCK = "slow-update"
 
 
 def slow_update(trainer: Trainer, e: int, done: list[UnitRecord]) -> UnitRecord:
-    from skilltune.loop import REPLICATE_STRIDE, fmt, metric_mean
+    from skilltune.loop import REPLICATE_STRIDE
 
     c = trainer.config
     folder = trainer.run.epoch_dir(e)
@@ -54,8 +55,8 @@ def slow_update(trainer: Trainer, e: int, done: list[UnitRecord]) -> UnitRecord:
         jobs += trainer.jobs(sample, current, "train", seq * REPLICATE_STRIDE, c.reps)
         recs = [r for r, _ in trainer.rollouts(folder, jobs)]
         info["rollouts"] = len(recs)
-    prev_mean = metric_mean([r for r in recs if r.candidate == previous.hash], c.metric)
-    cur_mean = metric_mean([r for r in recs if r.candidate == current.hash], c.metric)
+    prev_mean = accuracy([r for r in recs if r.candidate == previous.hash], c.metric)
+    cur_mean = accuracy([r for r in recs if r.candidate == current.hash], c.metric)
     comparison = (
         f"Epoch {e}: previous-epoch skill {fmt(prev_mean)} vs current {fmt(cur_mean)} "
         f"({c.metric}) on {len(sample)} sampled train tasks."
@@ -74,14 +75,13 @@ def slow_update(trainer: Trainer, e: int, done: list[UnitRecord]) -> UnitRecord:
     candidate = current.replace_file(
         current.main, set_protected_block(current.text, SLOW_UPDATE_BLOCK, guidance)
     )
-    candidate.write(folder / "candidate")
+    candidate.save(folder / "candidate")
     write_text(folder / "candidate_skill.md", candidate.text)
     base |= {"edits": [f"slow-update: {comparison}"], "edit_texts": [guidance]}
-    errors = [str(i) for i in lint_candidate(candidate) if i.severity == "error"]
-    if errors or candidate.hash == current.hash:
-        reason = "lint: " + "; ".join(errors[:3]) if errors else "the guidance did not change"
+    problem = trainer.lint(candidate, current)
+    if problem is not None:
         record = UnitRecord(
-            **base, candidate=candidate.hash, verdict="discard", decision="lint", reason=reason
+            **base, candidate=candidate.hash, verdict="discard", decision="lint", reason=problem
         )
         return trainer.close_unit(folder, record, None)
     assert trainer.repo is not None
@@ -92,25 +92,3 @@ def slow_update(trainer: Trainer, e: int, done: list[UnitRecord]) -> UnitRecord:
     return trainer.close_unit(
         folder, trainer.verdict_record(base, candidate, verdict), candidate if verdict.accept else None
     )
-
-
-def render_memory(done: list[UnitRecord]) -> str:
-    """META.md: what worked and what failed, by epoch."""
-    from skilltune.loop import fmt
-
-    lines = ["# Optimizer memory", "", "Read by the proposer; never part of the skill.", ""]
-    for epoch in sorted({r.epoch for r in done}):
-        units = [r for r in done if r.epoch == epoch]
-        worked = [
-            f"- {r.kind} {r.index}: {'; '.join(r.edits)} (val {fmt(r.val_incumbent)} -> {fmt(r.val_candidate)})"
-            for r in units
-            if r.verdict == "keep"
-        ]
-        failed = [
-            f"- {r.kind} {r.index}: {'; '.join(r.edits) or '(no edit)'} ({r.decision}: {r.reason})"
-            for r in units
-            if r.verdict != "keep"
-        ]
-        lines += [f"## Epoch {epoch}", "", "### Worked", *(worked or ["- nothing"]), "", "### Failed"]
-        lines += [*(failed or ["- nothing"]), ""]
-    return "\n".join(lines)

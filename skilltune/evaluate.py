@@ -18,11 +18,21 @@ from pydantic import BaseModel, Field
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.errors import UsageError
 from skilltune.execute import Executor, make_executor
-from skilltune.rollout import NO_SKILL, Phase, RetryPolicy, RolloutJob, RolloutRecord, RolloutRunner
+from skilltune.rollout import (
+    NO_SKILL,
+    Phase,
+    RetryPolicy,
+    RolloutJob,
+    RolloutRecord,
+    RolloutRunner,
+    accuracy,
+    jobs_for,
+)
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
+from skilltune.workspace import check_placement
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -71,11 +81,7 @@ def make_jobs(
     """One job per (task, replicate), in canonical order."""
     if reps < 1:
         raise UsageError("--reps must be at least 1")
-    return [
-        RolloutJob(task=task, phase=phase, candidate=candidate, replicate=k, seed=seed)
-        for task in suite.tasks(split)
-        for k in range(reps)
-    ]
+    return jobs_for(suite.tasks(split), candidate, phase, reps, seed)
 
 
 def summarize_tasks(
@@ -108,13 +114,10 @@ def _mean(values: list[float] | list[int]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def _task_mean(per_task: dict[str, TaskSummary], metric: str) -> float | None:
-    values = [getattr(s, metric) for s in per_task.values() if getattr(s, metric) is not None]
-    return _mean(values)
-
-
-def prepare_out(out: Path, force: bool) -> None:
-    """Refuse to mix a new evaluation into an old one unless ``force``."""
+def prepare_out(out: Path, force: bool, suite: Suite, outputs: tuple[str, ...] = ("summary.json",)) -> None:
+    """Refuse to mix a new result into an old one unless ``force``, or to write into the suite."""
+    if out.resolve().is_relative_to(suite.root.resolve()):
+        raise UsageError(f"--out {out} lies inside the suite {suite.root}: results would change the suite")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")
     if out.exists() and any(out.iterdir()):
@@ -123,7 +126,8 @@ def prepare_out(out: Path, force: bool) -> None:
                 f"--out {out} already holds results; choose a new folder or pass --force to replace them"
             )
         shutil.rmtree(out / "rollouts", ignore_errors=True)
-        (out / "summary.json").unlink(missing_ok=True)
+        for name in outputs:
+            (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -149,8 +153,9 @@ def evaluate(
     backend = get_backend(agent)
     options = parse_agent_options(backend, agent_options or {})
     jobs = make_jobs(suite, split, candidate, reps, seed, "eval")
+    check_placement(candidate, backend, options.placement)
     out = Path(out)
-    prepare_out(out, force)
+    prepare_out(out, force, suite)
     runner = RolloutRunner(
         suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy()
     )
@@ -180,9 +185,9 @@ def evaluate(
         n_scored=len(scored),
         statuses=dict(sorted(statuses.items())),
         contaminated=bool(statuses.get("infra_error") or statuses.get("crashed")),
-        hard_acc=_task_mean(per_task, "hard"),
-        soft_acc=_task_mean(per_task, "soft"),
-        mixed=_task_mean(per_task, "mixed"),
+        hard_acc=accuracy(records, "hard"),
+        soft_acc=accuracy(records, "soft"),
+        mixed=accuracy(records, "mixed"),
         tokens_in=sum(r.tokens_in or 0 for r in records),
         tokens_out=sum(r.tokens_out or 0 for r in records),
         cost_usd=round(sum(r.cost_usd or 0.0 for r in records), 6),

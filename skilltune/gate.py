@@ -16,8 +16,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from skilltune.plugins import Registry
-from skilltune.rollout import RolloutRecord
-from skilltune.stats import mean, paired_differences, task_means
+from skilltune.rollout import RolloutRecord, per_task_scores
+from skilltune.stats import SequentialTest, mean, paired_differences, task_means
 
 Decision = Literal["accept", "reject", "contaminated"]
 
@@ -46,6 +46,7 @@ class Verdict(BaseModel):
     val_incumbent: float | None
     rounds: list[Round]
     rollouts: int
+    alpha: float | None = None  # the decision's level under the run's error-control policy
 
     @property
     def accept(self) -> bool:
@@ -54,13 +55,6 @@ class Verdict(BaseModel):
 
 def contaminated(records: list[RolloutRecord]) -> bool:
     return any(r.status in ("infra_error", "crashed") for r in records)
-
-
-def _per_task(records: list[RolloutRecord], metric: str) -> dict[str, list[float | None]]:
-    out: dict[str, list[float | None]] = {}
-    for r in sorted(records, key=lambda r: (r.task_id, r.replicate)):
-        out.setdefault(r.task_id, []).append(r.score.metric(metric) if r.score else None)
-    return out
 
 
 class Gate(ABC):
@@ -79,8 +73,8 @@ class Gate(ABC):
     def _one_pass(self, sampler: Sampler) -> tuple[Round, list[float], Verdict | None]:
         cand, inc = sampler.round(0, self.reps)
         rollouts = len(cand) + len(inc)
-        a = task_means(_per_task(inc, self.metric))
-        b = task_means(_per_task(cand, self.metric))
+        a = task_means(per_task_scores(inc, self.metric))
+        b = task_means(per_task_scores(cand, self.metric))
         paired = sorted(set(a) & set(b))  # a task one side failed to score says nothing about either
         diffs = paired_differences(a, b)
         rnd = Round(
@@ -163,3 +157,96 @@ GATES: Registry[type[Gate]] = Registry("skilltune.gates", "gate")
 
 def make_gate(name: str, metric: str, reps: int, **settings: Any) -> Gate:
     return GATES.get(name)(metric=metric, reps=reps, **settings)
+
+
+class SequentialGate(Gate):
+    """Group-sequential paired test with early accept, futility stop and a replicate cap.
+
+    Each round adds one replicate per val task per arm (fresh replicate indices).
+    After round k, the paired differences ``d = candidate - incumbent`` of every
+    (task, replicate) scored on both sides give a t statistic; the candidate is
+    accepted when it crosses the k-th efficacy bound of a group-sequential design
+    at level ``alpha`` with ``max_reps`` looks (power-family spending, ``rho``).
+    It is rejected for futility once the one-sided ``futility_confidence`` upper
+    bound of the mean gain falls below ``min_effect``, and at the cap otherwise.
+
+    Defaults (documented in the README): ``alpha`` is set per decision by the run's
+    error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect``
+    0.10 on the gate metric; ``futility_confidence`` 0.90; ``rho`` 2.
+    """
+
+    name = "sequential"
+
+    def __init__(
+        self,
+        metric: str = "mixed",
+        reps: int = 1,
+        alpha: float = 0.05,
+        max_reps: int = 8,
+        min_effect: float = 0.10,
+        futility_confidence: float = 0.90,
+        rho: float = 2.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(metric, reps, **settings)
+        if not 0 < alpha < 0.5:
+            raise ValueError("alpha must lie in (0, 0.5)")
+        self.alpha = alpha
+        self.max_reps = max(1, max_reps)
+        self.min_effect = min_effect
+        self.futility_confidence = futility_confidence
+        self.rho = rho
+
+    def decide(self, sampler: Sampler) -> Verdict:
+        test = SequentialTest(self.alpha, self.max_reps, self.min_effect, self.futility_confidence, self.rho)
+        cand_all: list[RolloutRecord] = []
+        inc_all: list[RolloutRecord] = []
+        rounds: list[Round] = []
+        for k in range(self.max_reps):
+            cand, inc = sampler.round(k, 1)
+            cand_all += cand
+            inc_all += inc
+            outcome, info = test.look(k, _paired_by_replicate(cand_all, inc_all, self.metric))
+            a = task_means(per_task_scores(inc_all, self.metric))
+            b = task_means(per_task_scores(cand_all, self.metric))
+            paired = sorted(set(a) & set(b))
+            rounds.append(
+                Round(
+                    index=k,
+                    replicates=k + 1,
+                    candidate=round(mean([b[x] for x in paired]), 6) if paired else None,
+                    incumbent=round(mean([a[x] for x in paired]), 6) if paired else None,
+                    n_pairs=info["n"],
+                    rollouts=len(cand) + len(inc),
+                    statistic=info,
+                )
+            )
+            if contaminated(cand + inc):
+                return self._verdict(
+                    "contaminated", "infra errors remain in the gate batch after retries", rounds
+                )
+            gain = info["mean_gain"]
+            if outcome == "accept":
+                return self._verdict(
+                    "accept",
+                    f"gain {gain:+.3f} crossed the bound after {k + 1} replicate(s) (alpha {self.alpha:.3g})",
+                    rounds,
+                )
+            if outcome == "futility":
+                return self._verdict(
+                    "reject",
+                    f"futility after {k + 1} replicate(s): gain {gain:+.3f}, upper bound {info['upper']:+.3f} < {self.min_effect}",
+                    rounds,
+                )
+            if outcome == "cap":
+                return self._verdict(
+                    "reject", f"undecided at the cap of {self.max_reps} replicates (gain {gain:+.3f})", rounds
+                )
+        raise AssertionError("the sequential test always decides by its last look")
+
+
+def _paired_by_replicate(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> list[float]:
+    """candidate - incumbent for every (task, replicate) both sides scored, in canonical order."""
+    a = {(r.task_id, r.replicate): r.score.metric(metric) for r in inc if r.score is not None}
+    b = {(r.task_id, r.replicate): r.score.metric(metric) for r in cand if r.score is not None}
+    return [b[key] - a[key] for key in sorted(set(a) & set(b))]

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
+from skilltune.alpha import RunAlpha
 from skilltune.budget import Budget, BudgetExhausted, Plan
 from skilltune.compare import Comparison, build_comparison
 from skilltune.errors import SkilltuneError
 from skilltune.execute import Executor, make_executor
-from skilltune.gate import GATES, Verdict, make_gate
-from skilltune.progress import Reporter, RunProgress
+from skilltune.gate import GATES, Gate, Verdict, make_gate
+from skilltune.progress import Reporter, RunProgress, fmt
 from skilltune.propose import (
     EditBudget,
     PatchError,
@@ -41,18 +42,18 @@ from skilltune.propose import (
 )
 from skilltune.propose.edit import protected_blocks
 from skilltune.propose.model import Edit
-from skilltune.propose.reflect import build_packet, rejected_buffer
+from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
 from skilltune.rollout import (
     Phase,
     RetryPolicy,
     RolloutJob,
     RolloutRecord,
     RolloutRunner,
-    load_record,
+    accuracy,
+    jobs_for,
     rollout_dir,
 )
 from skilltune.skill import Candidate, lint_candidate
-from skilltune.stats import mean, task_means
 from skilltune.store import RunDir, UnitRecord, read_json, write_json, write_text
 from skilltune.suite import Suite, Task, load_suite
 from skilltune.versions import SkillRepo
@@ -72,29 +73,6 @@ class BlockedError(SkilltuneError):
     """The run cannot continue without the user (a contaminated batch, a changed suite...)."""
 
     exit_code = 3
-
-
-def load_candidate(folder: Path, like: Candidate) -> Candidate:
-    """A candidate saved under ``folder``, of the same form (main file, kind) as ``like``."""
-    files = {
-        p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-    return Candidate(files, like.main, like.kind, like.fallback_name)
-
-
-def metric_mean(records: list[RolloutRecord], metric: str) -> float | None:
-    """Mean over tasks of each task's mean over its scored replicates."""
-    per_task: dict[str, list[float | None]] = {}
-    for r in records:
-        per_task.setdefault(r.task_id, []).append(r.score.metric(metric) if r.score else None)
-    means = task_means(per_task)
-    return round(mean(list(means.values())), 6) if means else None
-
-
-def fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _stop_signals(flag: dict[str, bool]) -> Callable[[], None]:
@@ -145,7 +123,10 @@ class Trainer:
         self.edit_budget = EditBudget(
             c.edit_budget.schedule, c.edit_budget.start, c.edit_budget.end, c.total_steps
         )
-        self.plan = Plan.of(self.suite, c.batch, c.reps, c.test_reps, c.screen, c.slow_update_sample)
+        self.plan = Plan.of(
+            self.suite, c.batch, c.reps, c.test_reps, c.screen, c.slow_update_sample, c.gate_reps
+        )
+        self.run_alpha = RunAlpha(c.alpha, c.alpha_policy, c.planned_decisions)
         self.budget = Budget(c.budget_rollouts, c.budget_tokens, c.budget_usd, c.budget_hours)
         self.flag: dict[str, bool] = {}
         self.progress = RunProgress(tag=c.tag, max_steps=c.total_steps)
@@ -156,8 +137,11 @@ class Trainer:
     def rng(self, *purpose: object) -> random.Random:
         return random.Random("|".join(str(p) for p in (self.config.seed, *purpose)))
 
+    def stop_requested(self) -> bool:
+        return bool(self.flag.get("stop")) or self.run.stop_file.exists()
+
     def check_stop(self) -> None:
-        if self.flag.get("stop") or self.run.stop_file.exists():
+        if self.stop_requested():
             raise StopRequested
 
     @contextmanager
@@ -193,24 +177,20 @@ class Trainer:
         assert self.seed is not None
         for record in reversed(done):
             if record.verdict == "keep":
-                return load_candidate(self.unit_dir(record.kind, record.index) / "candidate", self.seed)
+                return Candidate.load(self.unit_dir(record.kind, record.index) / "candidate", self.seed)
         return self.seed
 
     def load_seed(self) -> Candidate:
         meta = read_json(self.run.root / "seed.json")
         stub = Candidate({meta["main"]: ""}, meta["main"], meta["kind"], meta["fallback_name"])
-        self.seed = load_candidate(self.run.seed_dir, stub)
+        self.seed = Candidate.load(self.run.seed_dir, stub)
         return self.seed
 
     # --- rollouts --------------------------------------------------------------------------------
     def jobs(
         self, tasks: list[Task], candidate: Candidate | None, phase: Phase, base: int, reps: int
     ) -> list[RolloutJob]:
-        return [
-            RolloutJob(task, phase, candidate, base + k, self.config.seed)
-            for task in tasks
-            for k in range(reps)
-        ]
+        return jobs_for(tasks, candidate, phase, reps, self.config.seed, base)
 
     def rollouts(self, out: Path, jobs: list[RolloutJob]) -> Records:
         """Run ``jobs`` into ``out``, reusing finished records (never an infra error or a crash).
@@ -224,10 +204,9 @@ class Trainer:
         records: Records = []
         todo = []
         for job in jobs:
-            folder = rollout_dir(out, job)
-            record = load_record(folder)
-            if record is not None and record.status not in ("infra_error", "crashed"):
-                records.append((record, folder))
+            record = runner.reusable(job)
+            if record is not None:
+                records.append((record, rollout_dir(out, job)))
             else:
                 todo.append(job)
         self.check_stop()
@@ -237,7 +216,7 @@ class Trainer:
             self.progress.rollouts_done += 1
             self.progress.session_rollouts += 1
             self.reporter.update(self.progress)
-            if self.flag.get("stop") or self.run.stop_file.exists():
+            if self.stop_requested():
                 break  # the executor finishes the rollouts already running, then stops
         self.check_stop()
         return sorted(records, key=lambda rf: (rf[0].candidate, rf[0].task_id, rf[0].replicate))
@@ -279,6 +258,7 @@ class Trainer:
         self.progress.seed_val = self.baseline()
         self.warn_regime(self.progress.seed_val)
         done = self.finished()
+        self.refresh(done)  # a kill between a unit's record and these files loses nothing
         stopped_early = False
         for kind, index in self.units()[len(done) :]:
             if discard_streak(done) >= self.config.patience:
@@ -286,7 +266,9 @@ class Trainer:
                 break
             self.check_stop()
             self.check_suite()
-            self.budget.check(self.run, self.plan.step if kind == "step" else self.plan.epoch)
+            need = self.plan.step if kind == "step" else self.plan.epoch
+            already = sum(1 for _ in self.unit_dir(kind, index).rglob("record.json"))
+            self.budget.check(self.run, need, already)
             record = self.step(index, done) if kind == "step" else slow_update(self, index, done)
             done.append(record)
             self.after_unit(done)
@@ -309,16 +291,19 @@ class Trainer:
             "tell skills apart; use harder tasks or restrict the agent's tools (see skilltune calibrate)"
         )
 
-    def after_unit(self, done: list[UnitRecord]) -> None:
-        from skilltune.epoch import render_memory
-
+    def refresh(self, done: list[UnitRecord]) -> None:
+        """Rebuild results.tsv, META.md and the live view from the unit records."""
         self.run.write_results([r.row() for r in done])
         write_text(self.run.meta, render_memory(done))
-        last = done[-1]
-        self.progress.last_verdict = f"{last.kind} {last.index}: {last.verdict}"
-        if last.verdict == "keep":
-            self.progress.current_val = self.progress.best_val = last.val_candidate
+        kept = [r.val_candidate for r in done if r.verdict == "keep" and r.val_candidate is not None]
+        self.progress.current_val = self.progress.best_val = kept[-1] if kept else self.progress.seed_val
+        if done:
+            self.progress.last_verdict = f"{done[-1].kind} {done[-1].index}: {done[-1].verdict}"
         self.reporter.update(self.progress)
+
+    def after_unit(self, done: list[UnitRecord]) -> None:
+        self.refresh(done)
+        last = done[-1]
         vals = (
             f"val {fmt(last.val_candidate)} vs {fmt(last.val_incumbent)}"
             if last.val_candidate is not None
@@ -335,7 +320,7 @@ class Trainer:
             jobs = self.jobs(self.suite.tasks("val"), self.seed, "eval", 0, self.config.reps)
             recs = self.rollouts(self.run.step_dir(0), jobs)
             info["rollouts"] = len(recs)
-        return metric_mean([r for r, _ in recs], self.config.metric)
+        return accuracy([r for r, _ in recs], self.config.metric)
 
     # --- one step --------------------------------------------------------------------------------
     def step(self, n: int, done: list[UnitRecord]) -> UnitRecord:
@@ -360,7 +345,8 @@ class Trainer:
             info["tokens_in"] = sum(call.tokens_in or 0 for call in proposal.calls)
             info["tokens_out"] = sum(call.tokens_out or 0 for call in proposal.calls)
         with self.stage(unit, "edit"):
-            candidate, edits, problem = self.make_candidate(n, folder, incumbent, proposal)
+            shown = {f"{r.task_id}#r{r.replicate}" for r, _ in evidence}
+            candidate, edits, problem = self.make_candidate(n, folder, incumbent, proposal, shown)
         base: dict[str, Any] = dict(
             kind="step", index=n, step=n, epoch=epoch, parent=incumbent.hash, metric=c.metric
         )
@@ -382,8 +368,8 @@ class Trainer:
                     folder, self.jobs(tasks, candidate, "screen", seq * REPLICATE_STRIDE, c.reps)
                 )
                 info["rollouts"] = len(screened)
-            before = metric_mean([r for r, _ in evidence], c.metric)
-            after = metric_mean([r for r, _ in screened], c.metric)
+            before = accuracy([r for r, _ in evidence], c.metric)
+            after = accuracy([r for r, _ in screened], c.metric)
             if before is not None and after is not None and after < before:
                 reason = f"screen: train {after:.3f} < {before:.3f}"
                 record = UnitRecord(
@@ -409,17 +395,22 @@ class Trainer:
             reason=verdict.reason,
             val_candidate=verdict.val_candidate,
             val_incumbent=verdict.val_incumbent,
+            alpha=verdict.alpha,
         )
 
     def train_evidence(
         self, n: int, folder: Path, tasks: list[Task], incumbent: Candidate, seq: int
     ) -> Records:
         if self.config.evidence_from:
+            # Another arm's recorded train rollouts (same suite: checked when the run started);
+            # only train tasks of this suite are evidence, whatever the folder holds.
             source = RunDir(Path(self.config.evidence_from)).step_dir(n)
-            found = [
-                (RolloutRecord.model_validate_json(p.read_text(encoding="utf-8")), p.parent)
-                for p in sorted(source.glob("rollouts/train/*/*/record.json"))
-            ]
+            train_ids = {t.id for t in self.suite.tasks("train")}
+            found = []
+            for path in sorted(source.glob("rollouts/train/*/*/record.json")):
+                record = RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
+                if record.phase == "train" and record.task_id in train_ids:
+                    found.append((record, path.parent))
             if not found:
                 raise BlockedError(f"--evidence-from: {source} holds no train rollouts for step {n}")
             return found
@@ -443,7 +434,7 @@ class Trainer:
             records=evidence,
             suite=self.suite,
             rejected=rejected_buffer(done),
-            memory=self.run.meta.read_text(encoding="utf-8") if self.run.meta.is_file() else "",
+            memory=render_memory(done),
             max_edits=self.edit_budget.at(n) * 2,
             seed=self.rng(n, "propose").randrange(2**31),
         )
@@ -452,7 +443,7 @@ class Trainer:
         return proposal
 
     def make_candidate(
-        self, n: int, folder: Path, incumbent: Candidate, proposal: Proposal
+        self, n: int, folder: Path, incumbent: Candidate, proposal: Proposal, shown: set[str]
     ) -> tuple[Candidate | None, list[Edit], str | None]:
         """Merge and apply (patch mode) or take the new document (rewrite mode), then lint."""
         if self.config.mode == "rewrite":
@@ -461,7 +452,7 @@ class Trainer:
             candidate = Candidate(proposal.files, incumbent.main, incumbent.kind, incumbent.fallback_name)
             edits = [Edit(op="replace", anchor="(whole document)", text=f"rewrite {candidate.short}")]
         else:
-            merged = merge_edits(proposal.edits, incumbent, self.edit_budget.at(n))
+            merged = merge_edits(proposal.edits, incumbent, self.edit_budget.at(n), known=shown)
             write_json(folder / "merged_patch.json", merged)
             edits = [m.edit for m in merged.kept]
             if not edits:
@@ -470,14 +461,19 @@ class Trainer:
                 candidate, edits = apply_patch(incumbent, edits)
             except PatchError as exc:
                 return None, edits, f"patch did not apply: {exc}"
-        candidate.write(folder / "candidate")
+        candidate.save(folder / "candidate")
         write_text(folder / "candidate_skill.md", candidate.text)
         return candidate, edits, self.lint(candidate, incumbent)
 
     def lint(self, candidate: Candidate, incumbent: Candidate) -> str | None:
+        """Why ``candidate`` may not be gated (None when it may). Only problems the edit
+        introduced count: a seed with a broken link can still be improved."""
         if candidate.hash == incumbent.hash:
             return "the candidate is identical to the incumbent"
-        errors = [str(i) for i in lint_candidate(candidate) if i.severity == "error"]
+        before = {i.message for i in lint_candidate(incumbent) if i.severity == "error"}
+        errors = [
+            str(i) for i in lint_candidate(candidate) if i.severity == "error" and i.message not in before
+        ]
         if errors:
             return "lint: " + "; ".join(errors[:3])
         if candidate.name != incumbent.name:
@@ -511,11 +507,23 @@ class Trainer:
                         [r for r in recs if r.candidate == incumbent.hash],
                     )
 
-            verdict = make_gate(self.config.gate, self.config.metric, self.config.reps).decide(_Sampler())
-            write_json(path, verdict)
+            # The run's error-control policy sets this decision's level from earlier decisions.
+            decided = [r.verdict == "keep" for r in self.finished() if r.alpha is not None]
+            level = self.run_alpha.level(decided)
+            verdict = self.make_gate(level).decide(_Sampler()).model_copy(update={"alpha": level})
+            if verdict.decision != "contaminated":  # a resumed unit must re-run the failed rollouts
+                write_json(path, verdict)
         if verdict.decision == "contaminated":
             raise BlockedError(f"{folder.name}: {verdict.reason}; no gate decides on a contaminated batch")
         return verdict
+
+    def make_gate(self, level: float) -> Gate:
+        """The configured gate; a sequential one tests at this decision's ``level``."""
+        c = self.config
+        settings = dict(c.gate_options)
+        if c.gate == "sequential":
+            settings["alpha"] = level
+        return make_gate(c.gate, c.metric, c.reps, **settings)
 
     def close_unit(self, folder: Path, record: UnitRecord, accepted: Candidate | None) -> UnitRecord:
         """Account the unit, move git, then write its record: the unit's commit point."""
@@ -581,7 +589,9 @@ class Trainer:
         reason = f"{steps} steps, {kept} kept; best {best.short}"
         if self.suite.has_split("test"):
             self.progress.phase = "test"
-            self.budget.check(self.run, self.plan.final)
+            self.budget.check(
+                self.run, self.plan.final, sum(1 for _ in (self.run.root / "final").rglob("record.json"))
+            )
             with self.stage("final", "compare") as info:
                 comparison = self.final_comparison(best)
                 info["rollouts"] = sum(a.n_rollouts for a in comparison.arms.values())

@@ -37,7 +37,8 @@ class RunProgress:
         return rate * (self.rollouts_planned - self.rollouts_done)
 
 
-def _fmt(value: float | None) -> str:
+def fmt(value: float | None) -> str:
+    """A score for people: three decimals, '-' when there is none."""
     return "-" if value is None else f"{value:.3f}"
 
 
@@ -100,9 +101,9 @@ class LiveReporter:
             str(p.epoch),
             p.phase,
             f"{p.rollouts_done}/{p.rollouts_planned}",
-            _fmt(p.seed_val),
-            _fmt(p.current_val),
-            _fmt(p.best_val),
+            fmt(p.seed_val),
+            fmt(p.current_val),
+            fmt(p.best_val),
             p.last_verdict,
             _eta(p.eta_seconds()),
         )

@@ -109,6 +109,13 @@ class RetryPolicy:
         return float(min(self.cap_s, self.base_s * 2**attempt) * (0.5 + rng.random() / 2))
 
 
+def jobs_for(
+    tasks: list[Task], candidate: Candidate | None, phase: Phase, reps: int, seed: int, base: int = 0
+) -> list[RolloutJob]:
+    """One job per (task, replicate) in canonical order; replicate indices start at ``base``."""
+    return [RolloutJob(task, phase, candidate, base + k, seed) for task in tasks for k in range(reps)]
+
+
 def rollout_dir(out: Path, job: RolloutJob) -> Path:
     return out / "rollouts" / job.phase / job.cand12 / f"{safe_id(job.task.id)}_r{job.replicate}"
 
@@ -139,6 +146,22 @@ class RolloutRunner:
             canonical_json({"agent": self.backend.name, **self.options.model_dump(mode="json")})
         )
 
+    def reusable(self, job: RolloutJob) -> RolloutRecord | None:
+        """The finished record of ``job`` on disk, when it was made by this very job.
+
+        Same options, seed and task content; never an infra error or a crash (those run again).
+        """
+        record = load_record(rollout_dir(self.out, job))
+        if (
+            record is None
+            or record.status in ("infra_error", "crashed")
+            or record.options_hash != self.options_hash
+            or record.seed != job.seed
+            or record.task_hash != self.suite.task_hash(job.task)
+        ):
+            return None
+        return record
+
     def run(self, job: RolloutJob) -> RolloutRecord:
         folder = rollout_dir(self.out, job)
         if folder.exists():
@@ -152,8 +175,9 @@ class RolloutRunner:
         prompt = job.task.prompt
         crash: str | None = None
         attempts = 0
+        infra_errors = 0
         harness_failures = 0
-        while attempts < self.retry.max_attempts:
+        while True:
             attempts += 1
             if workspace is not None:
                 workspace.cleanup()
@@ -170,10 +194,13 @@ class RolloutRunner:
                 result = None
                 if harness_failures >= 2:
                     break
-                continue
-            if result.status != "infra_error" or attempts >= self.retry.max_attempts:
+                continue  # a failure of our own gets one more try, whatever the infra budget
+            if result.status != "infra_error":
                 break
-            time.sleep(self.retry.delay(attempts - 1, jitter))
+            infra_errors += 1
+            if infra_errors >= self.retry.max_attempts:
+                break
+            time.sleep(self.retry.delay(infra_errors - 1, jitter))
         assert workspace is not None
         try:
             return self._finish(job, folder, workspace, result, prompt, crash, attempts, started, t0)
@@ -281,7 +308,11 @@ def _conversation(
     messages = [Message(role="user", content=prompt), *result.messages]
     if not result.messages and result.final_text:
         messages.append(Message(role="assistant", content=result.final_text))
-    lines = [f"status: {status}" + (f" ({reason})" if reason else "")]
+    # A scoring error's reason can quote the scorer (a command, a rubric's message): not for the agent's side.
+    shown = (
+        reason if status != "scoring_error" else "the scorer could not score this rollout; see record.json"
+    )
+    lines = [f"status: {status}" + (f" ({shown})" if shown else "")]
     if score is not None:
         lines.append(f"score: hard={score.hard} soft={score.soft:.3f} mixed={score.mixed:.3f}")
     changed = sum(1 for line in diff.splitlines() if line.startswith("diff --git "))
@@ -291,3 +322,19 @@ def _conversation(
         lines.append(shown + ("\n[diff truncated]" if len(diff) > len(shown) else ""))
     messages.append(Message(role="system", content="\n".join(lines)))
     return [json.loads(m.model_dump_json()) for m in messages]
+
+
+def per_task_scores(records: list[RolloutRecord], metric: str) -> dict[str, list[float | None]]:
+    """task id -> the metric of each record in canonical (task, replicate) order (None: not scored)."""
+    out: dict[str, list[float | None]] = {}
+    for r in sorted(records, key=lambda r: (r.task_id, r.replicate)):
+        out.setdefault(r.task_id, []).append(r.score.metric(metric) if r.score else None)
+    return out
+
+
+def accuracy(records: list[RolloutRecord], metric: str) -> float | None:
+    """The mean over tasks of each task's mean over its scored replicates (tasks weigh the same)."""
+    from skilltune.stats import mean, task_means
+
+    means = task_means(per_task_scores(records, metric))
+    return round(mean(list(means.values())), 6) if means else None

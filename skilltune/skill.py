@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -117,6 +118,20 @@ class Candidate:
         """Write the candidate's files under ``folder`` (a skill folder, or the file's folder)."""
         for rel, text in self.files.items():
             write_text(folder / rel, text)
+
+    def save(self, folder: Path) -> None:
+        """Replace ``folder`` with exactly this candidate, all at once (a kill leaves the old or the new)."""
+        staging = folder.with_name(f".{folder.name}.tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        self.write(staging)
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+
+    @classmethod
+    def load(cls, folder: Path, like: Candidate) -> Candidate:
+        """A candidate saved with ``save``, of the same form (main file, kind) as ``like``."""
+        files = {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in iter_tree(folder)}
+        return cls(files, like.main, like.kind, like.fallback_name)
 
 
 def load_skill(path: Path | str) -> Candidate:

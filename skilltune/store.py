@@ -26,11 +26,21 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+_UMASK = _umask()
+
+
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file in the same folder + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; run files are as readable as any other
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         Path(tmp).replace(path)
@@ -87,7 +97,11 @@ TERMINAL_STATES = ("success", "no-progress", "exhausted", "stopped", "blocked", 
 
 
 class RunLock:
-    """An OS lock (flock) on the run directory: it dies with its process, so no stale locks."""
+    """An OS lock (flock) that dies with its process, so no stale locks.
+
+    It lives beside the run directory (``runs/.TAG.lock``), not inside it, so it
+    also guards creating, replacing and renaming the directory itself.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -154,7 +168,7 @@ class RunDir:
         return self.steps / f"epoch_{epoch:04d}"
 
     def lock(self) -> RunLock:
-        return RunLock(self.root / ".lock")
+        return RunLock(self.root.parent / f".{self.root.name}.lock")
 
     def journal(self, event: str, **fields: Any) -> None:
         from datetime import UTC, datetime
@@ -223,6 +237,7 @@ class UnitRecord(BaseModel):
     metric: str
     val_candidate: float | None = None
     val_incumbent: float | None = None
+    alpha: float | None = None  # set when a gate decided the unit
     rollouts: int = 0
     tokens: int = 0
     cost_usd: float = 0.0

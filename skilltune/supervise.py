@@ -42,6 +42,8 @@ def supervise(first: list[str], run_dir: Path, max_restarts: int = 3, backoff_s:
     rc = 0
     for attempt in range(max_restarts + 1):
         rc = subprocess.call([*keep_awake_prefix(), sys.executable, "-m", "skilltune.cli", *args])
+        if rc == 2:  # bad input: nothing was started (an older run under the tag is not ours to resume)
+            return rc
         terminal = run.terminal()
         died = terminal is None and run.config.is_file()
         if not died and (terminal is None or terminal[0] not in RESTARTABLE):

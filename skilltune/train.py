@@ -8,7 +8,7 @@ allocation.md), takes the run lock and reports the outcome.
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -21,12 +21,23 @@ from skilltune.execute import Executor
 from skilltune.loop import Trainer
 from skilltune.progress import PlainReporter, Reporter
 from skilltune.rollout import RetryPolicy
-from skilltune.skill import load_skill
+from skilltune.skill import lint_candidate, load_skill
 from skilltune.store import RunDir, read_json, write_json, write_text
 from skilltune.suite import load_suite
+from skilltune.workspace import check_placement
 
 CONFIG_SCHEMA_VERSION = 1
-_SECRET_WORDS = ("key", "token", "secret", "password", "auth")
+_SECRET_WORDS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "auth",
+    "cookie",
+)
 REDACTED = "***redacted***"
 
 
@@ -51,8 +62,11 @@ class TrainConfig(BaseModel):
     proposer: str = "mock"
     proposer_options: dict[str, Any] = Field(default_factory=dict)
     mode: Literal["patch", "rewrite"] = "patch"
-    gate: str = "strict"
+    gate: str = "sequential"
+    gate_options: dict[str, Any] = Field(default_factory=dict)
     metric: Literal["hard", "soft", "mixed"] = "mixed"
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="run-wide error rate of the gate")
+    alpha_policy: Literal["lord", "spend"] = "lord"
     max_steps: int = Field(default=10, ge=1)
     epochs: int | None = Field(default=None, ge=1)
     epoch_steps: int = Field(default=5, ge=1)
@@ -77,6 +91,18 @@ class TrainConfig(BaseModel):
     def total_steps(self) -> int:
         return min(self.max_steps, self.epochs * self.epoch_steps) if self.epochs else self.max_steps
 
+    @property
+    def planned_decisions(self) -> int:
+        """Gate decisions the run may make: one per step and per epoch update."""
+        return self.total_steps + self.total_steps // self.epoch_steps
+
+    @property
+    def gate_reps(self) -> int:
+        """Replicates per task per arm a gate decision may use."""
+        if self.gate == "sequential":
+            return int(self.gate_options.get("max_reps", 8))
+        return self.reps
+
 
 class TrainResult(BaseModel):
     run_dir: str
@@ -91,13 +117,21 @@ class TrainResult(BaseModel):
     comparison: Comparison | None = None
 
 
+def is_secret_key(key: str) -> bool:
+    """api_key, auth_token, password... but not author, tokens_in or api_key_env (a variable's name)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
+    if not words or words[-1] in ("env", "var", "file", "path"):
+        return False
+    return words[-1] in _SECRET_WORDS or key.lower() in ("apikey", "api-key")
+
+
 def redact(value: Any, key: str = "") -> Any:
-    """Replace values under secret-looking keys (api_key, token...) before anything is written."""
+    """Replace values under secret keys (api_key, token...) before anything is written."""
     if isinstance(value, dict):
         return {k: redact(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
-    if isinstance(value, str) and any(word in key.lower() for word in _SECRET_WORDS):
+    if isinstance(value, str) and is_secret_key(key):
         return REDACTED
     return value
 
@@ -152,6 +186,29 @@ def _write_allocation(run: RunDir, trainer: Trainer) -> None:
     write_text(run.allocation, "\n".join(lines) + "\n")
 
 
+def _check_places(config: TrainConfig, suite_root: Path) -> None:
+    """Refuse run directories that would be written into the suite, or onto a file."""
+    runs = Path(config.runs_dir)
+    if runs.exists() and not runs.is_dir():
+        raise UsageError(f"--runs-dir {runs} is a file; give a folder")
+    if runs.resolve().is_relative_to(suite_root.resolve()):
+        raise UsageError(
+            f"--runs-dir {runs} lies inside the suite {suite_root}: runs would change the suite under themselves"
+        )
+
+
+def _check_evidence(config: TrainConfig, suite_hash: str) -> None:
+    if not config.evidence_from:
+        return
+    source = RunDir(Path(config.evidence_from))
+    if not source.config.is_file():
+        raise UsageError(f"--evidence-from {source.root}: not a skilltune run directory (no config.json)")
+    if read_json(source.config).get("suite_hash") != suite_hash:
+        raise UsageError(
+            f"--evidence-from {source.root} ran on a different suite (its content hash differs): arms must share evidence of one suite"
+        )
+
+
 def train(
     suite: str | Path,
     skill: str | Path,
@@ -165,17 +222,22 @@ def train(
 ) -> TrainResult:
     """Train ``skill`` on ``suite`` into ``runs_dir/tag``; see TrainConfig for ``settings``.
 
-    Refuses an existing run directory unless ``force`` (then it starts over).
+    Everything is checked before anything is written. Refuses an existing run
+    directory unless ``force`` (then it starts over).
     """
-    config = make_config(suite=str(suite), skill=str(skill), tag=tag, **settings)
+    for key in ("runs_dir", "evidence_from"):  # config.json holds absolute paths: resume works from anywhere
+        if settings.get(key):
+            settings[key] = str(Path(settings[key]).resolve())
+    config = make_config(
+        suite=str(Path(suite).resolve()), skill=str(Path(skill).resolve()), tag=tag, **settings
+    )
     run = RunDir(Path(config.runs_dir) / config.tag)
     loaded = load_suite(config.suite)
     seed = load_skill(config.skill)
     trainer = Trainer(config, run, reporter or PlainReporter(), retry, executor)
-    if config.evidence_from and not (Path(config.evidence_from) / "config.json").is_file():
-        raise UsageError(
-            f"--evidence-from {config.evidence_from}: not a skilltune run directory (no config.json)"
-        )
+    check_placement(seed, trainer.backend, trainer.options.placement)
+    _check_places(config, loaded.root)
+    _check_evidence(config, loaded.content_hash)
     plan = trainer.plan
     first = plan.baseline + plan.step
     if config.budget_rollouts is not None and config.budget_rollouts < first:
@@ -184,40 +246,51 @@ def train(
             f"({first} rollouts: val {plan.val}x{plan.reps}, then {plan.explain_step()}); "
             f"raise it to at least {first} or lower --batch/--reps"
         )
-    if run.root.exists() and any(p.name != ".lock" for p in run.root.iterdir()):
-        if not force:
-            raise UsageError(
-                f"{run.root} exists: continue it with `skilltune resume {run.root}`, or pass --force to start over"
+    seed_errors = [str(i) for i in lint_candidate(seed) if i.severity == "error"]
+    with run.lock():  # held from the existence check to the end: no second process can interleave
+        if run.root.exists() and any(run.root.iterdir()):
+            if not force:
+                raise UsageError(
+                    f"{run.root} exists: continue it with `skilltune resume {run.root}`, or pass --force to start over"
+                )
+            if not run.config.is_file():
+                raise UsageError(
+                    f"{run.root} is not a skilltune run directory; refusing to delete it with --force"
+                )
+        # Lay the run out beside its final place and rename it in: a kill never leaves half a run.
+        staging = RunDir(run.root.parent / f".{config.tag}.staging")
+        shutil.rmtree(staging.root, ignore_errors=True)
+        try:
+            seed.save(staging.seed_dir)
+            write_json(
+                staging.root / "seed.json",
+                {
+                    "main": seed.main,
+                    "kind": seed.kind,
+                    "fallback_name": seed.fallback_name,
+                    "hash": seed.hash,
+                },
             )
-        if not run.config.is_file():
-            raise UsageError(
-                f"{run.root} is not a skilltune run directory; refusing to delete it with --force"
-            )
-    # Lay the run out beside its final place and rename it in: a kill never leaves half a run.
-    staging = RunDir(run.root.parent / f".{config.tag}.staging-{os.getpid()}")
-    shutil.rmtree(staging.root, ignore_errors=True)
-    seed.write(staging.seed_dir)
-    write_json(
-        staging.root / "seed.json",
-        {"main": seed.main, "kind": seed.kind, "fallback_name": seed.fallback_name, "hash": seed.hash},
-    )
-    _write_config(staging, config, loaded.content_hash, loaded.contract_hash)
-    _write_allocation(staging, trainer)
-    steps, epochs = config.total_steps, config.total_steps // config.epoch_steps
-    total = plan.total(steps, epochs)
-    staging.journal("run_start", tag=config.tag, planned_rollouts=total, per_step=plan.step)
-    if run.root.exists():
-        with run.lock():  # refuses while another process runs it
-            pass
-        shutil.rmtree(run.root)
-    staging.root.rename(run.root)
-    with run.lock():
+            _write_config(staging, config, loaded.content_hash, loaded.contract_hash)
+            _write_allocation(staging, trainer)
+            steps, epochs = config.total_steps, config.total_steps // config.epoch_steps
+            total = plan.total(steps, epochs)
+            staging.journal("run_start", tag=config.tag, planned_rollouts=total, per_step=plan.step)
+            if run.root.exists():
+                shutil.rmtree(run.root)
+            staging.root.rename(run.root)
+        finally:
+            shutil.rmtree(staging.root, ignore_errors=True)
         trainer.suite_hash = loaded.content_hash
         trainer.progress.rollouts_planned = total
         trainer.reporter.line(
-            f"train {config.tag}: {plan.step} rollouts per step ({plan.explain_step()}), "
-            f"about {total} in all for {steps} steps, {epochs} epoch update(s) and the held-out test"
+            f"train {config.tag}: up to {plan.step} rollouts per step ({plan.explain_step()}), "
+            f"at most {total} in all for {steps} steps, {epochs} epoch update(s) and the held-out test"
         )
+        for error in seed_errors:
+            trainer.reporter.line(
+                f"warning: the seed skill has a lint error (edits may not add new ones): {error}"
+            )
         trainer.execute()
         return _result(trainer)
 
@@ -256,6 +329,8 @@ def resume(
     trainer = Trainer(config, run, reporter or PlainReporter(), retry, executor)
     with run.lock():
         run.terminal_path.unlink(missing_ok=True)
+        if run.stop_file.exists():  # the STOP that ended the last session must not end this one
+            run.stop_file.unlink()
         trainer.suite_hash = suite_hash
         if overrides:
             _write_config(run, config, suite_hash, trainer.suite.contract_hash)

@@ -30,6 +30,8 @@ class SkillRepo:
     def ensure(self, seed: Candidate) -> None:
         """Create the repository with the seed as its first commit (tagged ``best``)."""
         if (self.path / ".git").is_dir() and self._git("rev-parse", "--verify", "-q", "HEAD", check=False):
+            if not self._git("rev-parse", "--verify", "-q", "best", check=False):
+                self._git("tag", "-f", "best", self.find("seed") or "HEAD")  # killed before the first tag
             return
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True)

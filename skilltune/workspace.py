@@ -86,7 +86,13 @@ class Workspace:
 
     def commit_baseline(self) -> str:
         """Make the starting state a fresh single-commit repository (history from prepare is dropped)."""
-        shutil.rmtree(self.path / ".git", ignore_errors=True)
+        # Every .git (nested repositories and gitlink files too): no history may leak, and
+        # the agent's edits inside a nested repository must show in the diff.
+        for found in sorted(self.path.rglob(".git"), key=lambda p: len(p.parts), reverse=True):
+            if found.is_dir() and not found.is_symlink():
+                shutil.rmtree(found, ignore_errors=True)
+            else:
+                found.unlink(missing_ok=True)
         git(self.path, "init", "-q")
         git(self.path, "add", "-A")
         git(self.path, "commit", "-q", "--allow-empty", "--no-verify", "-m", "skilltune baseline")
@@ -117,6 +123,17 @@ class Workspace:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def check_placement(candidate: Candidate | None, backend: AgentBackend, placement: Placement) -> None:
+    """Refuse a placement the agent cannot honour (checked before anything is written)."""
+    if candidate is None or candidate.kind == "folder" or placement != "native":
+        return
+    if candidate.main not in backend.native_files:
+        raise UsageError(
+            f"the {backend.name} agent reads no {candidate.main} from its workspace "
+            f"(it reads {', '.join(backend.native_files)}); use --agent-opt placement=system or prepend"
+        )
+
+
 def place_skill(
     candidate: Candidate | None,
     workspace: Path,
@@ -138,11 +155,7 @@ def place_skill(
                 target.write_text(text, encoding="utf-8")
                 paths.append(f"{folder}/{rel}")
     elif placement == "native":
-        if candidate.main not in backend.native_files:
-            raise UsageError(
-                f"the {backend.name} agent reads no {candidate.main} from its workspace "
-                f"(it reads {', '.join(backend.native_files)}); use --agent-opt placement=system or prepend"
-            )
+        check_placement(candidate, backend, placement)
         (workspace / candidate.main).write_text(candidate.text, encoding="utf-8")
         paths.append(candidate.main)
     if placement == "system":

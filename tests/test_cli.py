@@ -39,14 +39,15 @@ def test_run_writes_one_record_per_task_and_replicate(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "overall" in result.output and "summary.json" in result.output
     folders = sorted((out / "rollouts" / "eval").glob("*/*_r*"))
-    assert len(folders) == 8 * 3
+    n_val = len((MOCK_SUITE / "val.jsonl").read_text().splitlines())
+    assert len(folders) == n_val * 3
     for folder in folders:
         for name in ("record.json", "conversation.json", "diff.patch", "events.jsonl", "output.txt"):
             assert (folder / name).is_file(), folder / name
         score = json.loads((folder / "score.json").read_text())
         assert len(score["contract"]) == 64
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n_rollouts"] == 24 and summary["reps"] == 3
+    assert summary["n_rollouts"] == n_val * 3 and summary["reps"] == 3
     assert 0.0 < summary["hard_acc"] < 1.0
 
     again = tmp_path / "AGAIN"

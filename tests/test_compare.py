@@ -216,6 +216,10 @@ def test_mixed_contracts_are_refused(suite: Suite) -> None:
 # --- compare() on the mock demo ------------------------------------------------------------------
 
 
+N_TEST = len(load_suite(MOCK_SUITE).tasks("test"))
+N_VAL = len(load_suite(MOCK_SUITE).tasks("val"))
+
+
 def _arms() -> dict[str, Candidate | None]:
     return {"seed": load_skill(MOCK_SKILL), "good": load_skill(GOOD_SKILL), "noskill": None}
 
@@ -239,7 +243,7 @@ def test_compare_writes_a_valid_comparison(demo: tuple[Comparison, Path]) -> Non
     assert comp.contract == load_suite(MOCK_SUITE).contract_hash
     assert not comp.contaminated
     for arm in comp.arms.values():
-        assert (arm.n_tasks, arm.n_rollouts) == (8, 16)
+        assert (arm.n_tasks, arm.n_rollouts) == (N_TEST, 2 * N_TEST)
         assert all(len(v) == 2 for v in arm.per_task.values())
 
 
@@ -264,7 +268,7 @@ def test_compare_records_on_disk(demo: tuple[Comparison, Path]) -> None:
     for name, cand in cands.items():
         folder = out / "rollouts" / "test" / (cand.short if cand else NO_SKILL)
         recs = [RolloutRecord.model_validate_json(p.read_text()) for p in folder.glob("*/record.json")]
-        assert len(recs) == 16
+        assert len(recs) == 2 * N_TEST
         assert {r.candidate for r in recs} == {cand.hash if cand else NO_SKILL}
         assert comp.arms[name].skill_hash == (cand.hash if cand else NO_SKILL)
         assert {r.phase for r in recs} == {"test"} and {r.seed for r in recs} == {3}
@@ -291,7 +295,7 @@ def test_compare_force_replaces(tmp_path: Path) -> None:
     compare(MOCK_SUITE, cands, split="val", reps=1, out=out)
     comp = compare(MOCK_SUITE, cands, split="val", reps=1, seed=1, out=out, force=True)
     assert json.loads((out / "comparison.json").read_text()) == json.loads(comp.model_dump_json())
-    assert len(list((out / "rollouts" / "eval").glob("*/*/record.json"))) == 16
+    assert len(list((out / "rollouts" / "eval").glob("*/*/record.json"))) == 2 * N_VAL
     assert {json.loads(p.read_text())["seed"] for p in (out / "rollouts").glob("*/*/*/record.json")} == {1}
 
 

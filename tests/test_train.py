@@ -92,9 +92,9 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
 
 
 def test_same_seed_same_run(tmp_path: Path) -> None:
-    a = train(MOCK_SUITE, MOCK_SKILL, tag="a", runs_dir=str(tmp_path), max_steps=3, seed=4, **_quiet())
+    a = train(MOCK_SUITE, MOCK_SKILL, tag="a", runs_dir=str(tmp_path), max_steps=2, seed=4, **_quiet())
     b = train(
-        MOCK_SUITE, MOCK_SKILL, tag="b", runs_dir=str(tmp_path), max_steps=3, seed=4, workers=1, **_quiet()
+        MOCK_SUITE, MOCK_SKILL, tag="b", runs_dir=str(tmp_path), max_steps=2, seed=4, workers=1, **_quiet()
     )
     assert a.best_hash == b.best_hash
     assert (tmp_path / "a" / "results.tsv").read_text() == (tmp_path / "b" / "results.tsv").read_text()
@@ -164,7 +164,7 @@ def test_a_second_process_is_refused_by_the_lock(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import fcntl,sys,time;f=open(sys.argv[1],'a+');fcntl.flock(f,fcntl.LOCK_EX);print('locked',flush=True);time.sleep(30)",
-            str(run.root / ".lock"),
+            str(run.lock().path),
         ],
         stdout=subprocess.PIPE,
     )
@@ -209,12 +209,19 @@ def test_budgets_refuse_too_small_and_exhaust_then_resume_with_a_raise(tmp_path:
         train(MOCK_SUITE, MOCK_SKILL, tag="tiny", runs_dir=str(tmp_path), budget_rollouts=10, **_quiet())
     assert not (tmp_path / "tiny").exists()
     result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="b", runs_dir=str(tmp_path), max_steps=5, budget_rollouts=60, **_quiet()
+        MOCK_SUITE,
+        MOCK_SKILL,
+        tag="b",
+        runs_dir=str(tmp_path),
+        max_steps=5,
+        gate="strict",
+        budget_rollouts=100,
+        **_quiet(),
     )
     assert result.state == "exhausted"
     assert "rollout budget" in result.reason
     spent = len(list((tmp_path / "b").rglob("record.json")))
-    assert spent <= 60
+    assert spent <= 100
     more = resume(tmp_path / "b", budget_rollouts=1000, **_quiet())
     assert more.state in ("success", "no-progress")
     assert json.loads((tmp_path / "b" / "config.json").read_text())["budget_rollouts"] == 1000

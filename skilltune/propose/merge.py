@@ -62,10 +62,13 @@ def edit_key(edit: Edit) -> tuple[str, str, str, str]:
     return (edit.op, edit.file, _norm(edit.anchor), _norm(edit.text))
 
 
-def merge_edits(proposals: list[Edit], incumbent: Candidate, budget: int) -> MergeResult:
+def merge_edits(
+    proposals: list[Edit], incumbent: Candidate, budget: int, known: set[str] | None = None
+) -> MergeResult:
     """Group equal edits (support = distinct trajectory ids, counted here, not by the
-    proposer); drop those that cannot apply to the incumbent; rank by support, then
-    the proposer's rank, then first appearance; keep ``budget``."""
+    proposer, and only ids of trajectories it was shown when ``known`` is given); drop
+    those that cannot apply to the incumbent; rank by support, then the proposer's
+    rank, then first appearance; keep ``budget``."""
     groups: dict[tuple[str, str, str, str], list[tuple[int, Edit]]] = {}
     for index, edit in enumerate(proposals):
         groups.setdefault(edit_key(edit), []).append((index, edit))
@@ -73,7 +76,7 @@ def merge_edits(proposals: list[Edit], incumbent: Candidate, budget: int) -> Mer
     ranked: list[tuple[int, int, int, MergedEdit]] = []
     for members in groups.values():
         first_index = members[0][0]
-        support = sorted({s for _, e in members for s in e.support})
+        support = sorted({s for _, e in members for s in e.support if known is None or s in known})
         # Equal edits may word their anchor differently: the group stands if any wording applies.
         problems = [check_edit(incumbent, e) for _, e in members]
         usable = [e for (_, e), problem in zip(members, problems, strict=True) if problem is None]

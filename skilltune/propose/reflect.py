@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import SkilltuneError
+from skilltune.progress import fmt
 from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
 from skilltune.rollout import RolloutRecord
 from skilltune.skill import Candidate
@@ -94,3 +95,26 @@ def rejected_buffer(done: list[UnitRecord], limit: int = 12) -> list[RejectedEdi
             for edit, text in zip(record.edits, texts, strict=False)
         ]
     return out[-limit:]
+
+
+def render_memory(done: list[UnitRecord]) -> str:
+    """META.md, the optimizer memory: what worked and what failed, by epoch.
+
+    Read by the proposer, never deployed with the skill; rebuilt from the unit records.
+    """
+    lines = ["# Optimizer memory", "", "Read by the proposer; never part of the skill.", ""]
+    for epoch in sorted({r.epoch for r in done}):
+        units = [r for r in done if r.epoch == epoch]
+        worked = [
+            f"- {r.kind} {r.index}: {'; '.join(r.edits)} (val {fmt(r.val_incumbent)} -> {fmt(r.val_candidate)})"
+            for r in units
+            if r.verdict == "keep"
+        ]
+        failed = [
+            f"- {r.kind} {r.index}: {'; '.join(r.edits) or '(no edit)'} ({r.decision}: {r.reason})"
+            for r in units
+            if r.verdict != "keep"
+        ]
+        lines += [f"## Epoch {epoch}", "", "### Worked", *(worked or ["- nothing"]), "", "### Failed"]
+        lines += [*(failed or ["- nothing"]), ""]
+    return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from functools import cached_property
@@ -29,8 +30,16 @@ def _digest_update(digest: Any, name: str, data: bytes) -> None:
     digest.update(data)
 
 
+_LOAD_LOCK = threading.RLock()  # rollouts score in worker threads; a module loads once, bytecode flag intact
+
+
 def load_module(path: Path, prefix: str) -> ModuleType:
     """Import a suite's Python file under a unique module name (no sys.path changes)."""
+    with _LOAD_LOCK:
+        return _load_module(path, prefix)
+
+
+def _load_module(path: Path, prefix: str) -> ModuleType:
     name = f"{prefix}_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -153,9 +162,10 @@ class Suite(ABC):
         return self._scorers[mode]
 
     def rubric_module(self) -> ModuleType:
-        if self._rubric is None:
-            self._rubric = load_module(self.root / "rubric.py", "skilltune_rubric")
-        return self._rubric
+        with _LOAD_LOCK:
+            if self._rubric is None:
+                self._rubric = load_module(self.root / "rubric.py", "skilltune_rubric")
+            return self._rubric
 
     # --- leakage ----------------------------------------------------------------------------
     def reference_strings(self, task: Task) -> list[str]:

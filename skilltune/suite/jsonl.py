@@ -151,7 +151,6 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
 
     seen: dict[str, str] = {}
     splits: dict[str, list[Task]] = {}
-    uses_rubric = False
     for split in SPLITS:
         path = root / f"{split}.jsonl"
         if not path.is_file():
@@ -169,7 +168,6 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
             task = _read_task(root, path, number, line, split, default_mode, seen, problems)
             if task is not None:
                 tasks.append(task)
-                uses_rubric |= (task.scoring.get("mode") or default_mode) == "rubric"
         if not any(line.strip() for line in raw_lines):
             problems.append(
                 Problem(

@@ -25,7 +25,7 @@ from skilltune.errors import ScoringError
 from skilltune.score.base import Score, Scorer, score_from_mapping
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite, load_module
-from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
+from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task, safe_id
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
@@ -199,7 +199,16 @@ def _to_task(
     if task_id in seen:
         problems.append(Problem(file=where, message=f"{label}: duplicate id {task_id!r}"))
         return None
+    if f"safe:{safe_id(task_id)}" in seen:
+        problems.append(
+            Problem(
+                file=where,
+                message=f"{label}: id {task_id!r} and another id both become {safe_id(task_id)!r} in file names: rename one",
+            )
+        )
+        return None
     seen.add(task_id)
+    seen.add(f"safe:{safe_id(task_id)}")
     if not isinstance(obj.get("prompt"), str) or not obj["prompt"].strip():
         problems.append(Problem(file=where, message=f"{label} ({task_id}): missing or empty 'prompt'"))
         return None
