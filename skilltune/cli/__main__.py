@@ -1,0 +1,3 @@
+from skilltune.cli import main
+
+main()

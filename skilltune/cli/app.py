@@ -1,0 +1,130 @@
+"""The Typer app, its error handling and the options every command shares."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from skilltune import __version__
+from skilltune.errors import SkilltuneError, UsageError
+from skilltune.rollout import RolloutRecord
+
+app = typer.Typer(
+    name="skilltune",
+    help="Tune agent skills by evidence: isolated rollouts, measured scores, gated edits.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(fn: F) -> F:
+    """Print a SkilltuneError's message (no traceback) and exit with its code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SkilltuneError as exc:
+            err.print(f"[red]error:[/red] {exc}", markup=True)
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("SKILLTUNE_DEBUG"):
+                raise
+            err.print(
+                f"internal error: {type(exc).__name__}: {exc}\n(a bug in skilltune: rerun with SKILLTUNE_DEBUG=1 for the traceback)"
+            )
+            raise typer.Exit(3) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_agent_opts(pairs: list[str] | None) -> dict[str, Any]:
+    """``key=value`` pairs; values are JSON when they parse (numbers, true, lists), else text."""
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--agent-opt {pair!r}: write key=value, e.g. --agent-opt model=sonnet")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = [v.strip() for v in value.split(",")] if "," in value else value
+    return options
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"skilltune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Tune agent skills by evidence: isolated rollouts, measured scores, gated edits."""
+
+
+SuiteArg = Annotated[
+    Path, typer.Argument(help="Suite folder (train/val/test.jsonl + scoring.md) or a Python env (.py).")
+]
+AgentOpt = Annotated[
+    str, typer.Option("--agent", "-a", help="Target agent backend (see `skilltune agents`).")
+]
+AgentOpts = Annotated[
+    list[str] | None,
+    typer.Option("--agent-opt", help="Backend option key=value (repeatable), e.g. placement=system."),
+]
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class progress_bar:
+    """A Rich progress bar on a terminal; nothing otherwise."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.enabled = not quiet and err.is_terminal
+        self.bar: Progress | None = None
+        self.task_id: Any = None
+
+    def __enter__(self) -> Callable[[RolloutRecord, int, int], None]:
+        if self.enabled:
+            self.bar = Progress(
+                TextColumn("rollouts"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
+            self.bar.start()
+        return self.update
+
+    def update(self, record: RolloutRecord, done: int, total: int) -> None:
+        if self.bar is None:
+            return
+        if self.task_id is None:
+            self.task_id = self.bar.add_task("rollouts", total=total)
+        self.bar.update(self.task_id, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,202 @@
+"""Verdicts: compare and meta-eval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from skilltune import meta_eval
+from skilltune.cli.app import AgentOpt, AgentOpts, SuiteArg, app, guarded, out, parse_agent_opts, progress_bar
+from skilltune.compare import Comparison
+from skilltune.compare import compare as skilltune_compare
+from skilltune.errors import UsageError
+from skilltune.meta_eval import MetaEval
+from skilltune.progress import fmt
+from skilltune.skill import Candidate, load_skill
+from skilltune.suite import load_suite
+
+
+def print_comparison(comparison: Comparison) -> None:
+    table = Table(
+        title=f"{comparison.split}: {comparison.reps} rep(s) per task, {comparison.agent}",
+        title_justify="left",
+    )
+    for col in ("arm", "skill", "tasks", "rollouts", "hard", "soft", "mixed"):
+        table.add_column(col, justify="left" if col in ("arm", "skill") else "right")
+    for name, arm in comparison.arms.items():
+        table.add_row(
+            name,
+            arm.skill_hash[:12],
+            str(arm.n_tasks),
+            str(arm.n_rollouts),
+            fmt(arm.hard_acc),
+            fmt(arm.soft_acc),
+            fmt(arm.mixed),
+        )
+    out.print(table)
+    pairs = Table(title=f"paired by task ({comparison.metric}; diff = b - a)", title_justify="left")
+    for col in ("a", "b", "diff", "95% CI", "p", "verdict"):
+        pairs.add_column(col)
+    for pair in comparison.pairs:
+        ci = f"[{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" if pair.ci95 else "-"
+        p = "-" if pair.p_value is None else f"{pair.p_value:.3g}"
+        pairs.add_row(pair.a, pair.b, f"{pair.diff:+.3f}", ci, p, pair.verdict)
+    out.print(pairs)
+    if comparison.contaminated:
+        out.print("[yellow]warning:[/yellow] infra errors remain: some rollouts are not scored", markup=True)
+
+
+@app.command(
+    epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo"
+)
+@guarded
+def compare(
+    suite: SuiteArg,
+    arms: Annotated[
+        list[str], typer.Argument(help="NAME=SKILL for each arm (a folder or instruction file).")
+    ],
+    no_skill: Annotated[
+        bool, typer.Option("--no-skill", help="Add the arm 'noskill': the agent without any skill.")
+    ] = False,
+    agent: AgentOpt = "mock",
+    split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
+    reps: Annotated[int, typer.Option(min=1, help="Replicates per task and arm.")] = 3,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
+    metric: Annotated[str, typer.Option(help="hard, soft or mixed.")] = "mixed",
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
+    loaded = load_suite(suite)
+    candidates: dict[str, Candidate | None] = {}
+    for spec in arms:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"arm {spec!r}: write NAME=SKILL, e.g. seed=examples/mock-demo/skill")
+        if name in candidates or name == "noskill":
+            raise UsageError(f"arm name {name!r} is used twice (or is the reserved 'noskill')")
+        candidates[name] = load_skill(path)
+    if no_skill:
+        candidates["noskill"] = None
+    target = out_dir or Path("runs") / f"compare-{split}-s{seed}"
+    with progress_bar(quiet) as report:
+        comparison = skilltune_compare(
+            loaded,
+            candidates,
+            agent=agent,
+            split=split,
+            reps=reps,
+            seed=seed,
+            workers=workers,
+            metric=metric,
+            out=target,
+            agent_options=parse_agent_opts(agent_opt),
+            force=force,
+            on_record=report,
+        )
+    print_comparison(comparison)
+    phase = "test" if split == "test" else "eval"
+    out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
+
+
+meta_app = typer.Typer(
+    help="Meta-evaluations: does training with this suite, proposer and gate work?", no_args_is_help=True
+)
+app.add_typer(meta_app, name="meta-eval")
+
+MetaRuns = Annotated[int, typer.Option(min=1, help="Training runs.")]
+
+
+def _meta_settings(
+    agent: str, proposer: str, gate: str | None, max_steps: int, proposer_opt: list[str] | None, seed: int
+) -> dict[str, Any]:
+    settings: dict[str, Any] = {"agent": agent, "proposer": proposer, "max_steps": max_steps, "seed": seed}
+    if gate:
+        settings["gate"] = gate
+    if proposer_opt:
+        settings["proposer_options"] = parse_agent_opts(proposer_opt)
+    return settings
+
+
+def _print_meta(report: MetaEval, out_dir: Path) -> None:
+    planted = report.kind == "planted"
+    table = Table(title=f"meta-eval {report.kind}", title_justify="left")
+    extra = ["S0 test", "best test", "recovered", "same text"] if planted else []
+    for col in ["run", "state", "kept", "rollouts", *extra]:
+        table.add_column(col, no_wrap=True)
+    for r in report.runs:
+        row = [r.run, r.state, str(r.kept), str(r.rollouts)]
+        if planted:
+            row += [
+                fmt(r.seed_test),
+                fmt(r.best_test),
+                "yes" if r.recovered else "no",
+                "yes" if r.text_restored else "no",
+            ]
+        table.add_row(*row)
+    out.print(table)
+    for key, value in report.summary.items():
+        out.print(f"{key}: {value}")
+    out.print(f"\nreport: {out_dir / 'meta_eval.json'}")
+
+
+@meta_app.command(
+    "planted",
+    epilog="Example: skilltune meta-eval planted examples/mock-demo/suite --skill examples/mock-demo/good-skill --ablate 'Put numbers on the customer impact' --runs 2 --out runs/meta-planted",
+)
+@guarded
+def meta_planted(
+    suite: SuiteArg,
+    skill: Annotated[Path, typer.Option("--skill", "-s", help="A good skill (the rule is removed from it).")],
+    ablate_text: Annotated[str, typer.Option("--ablate", help="Text of the rule line(s) to remove.")],
+    runs: MetaRuns = 3,
+    agent: AgentOpt = "mock",
+    proposer: Annotated[str, typer.Option(help="Proposer under test.")] = "mock",
+    proposer_opt: Annotated[
+        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
+    ] = None,
+    gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
+    max_steps: Annotated[int, typer.Option(min=1)] = 6,
+    seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-planted"),
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+) -> None:
+    """Remove a rule from a good skill, train from there, and report whether runs win it back."""
+    settings = _meta_settings(agent, proposer, gate, max_steps, proposer_opt, seed)
+    report = meta_eval.planted(
+        suite, skill, ablate_text=ablate_text, out=out_dir, runs=runs, force=force, **settings
+    )
+    _print_meta(report, out_dir)
+
+
+@meta_app.command(
+    "null",
+    epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill --runs 3 --out runs/meta-null",
+)
+@guarded
+def meta_null(
+    suite: SuiteArg,
+    skill: Annotated[Path, typer.Option("--skill", "-s", help="The seed skill.")],
+    runs: MetaRuns = 5,
+    proposer: Annotated[str, typer.Option(help="Proposer under test.")] = "mock",
+    proposer_opt: Annotated[
+        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
+    ] = None,
+    gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
+    max_steps: Annotated[int, typer.Option(min=1)] = 6,
+    seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-null"),
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+) -> None:
+    """Train on a pure-noise copy of the suite: every edit kept is a false accept."""
+    settings = _meta_settings("mock", proposer, gate, max_steps, proposer_opt, seed)
+    report = meta_eval.null(suite, skill, out=out_dir, runs=runs, force=force, **settings)
+    _print_meta(report, out_dir)

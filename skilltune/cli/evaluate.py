@@ -1,0 +1,226 @@
+"""Commands that check and measure one skill: validate, lint, smoke, agents, run, calibrate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from skilltune.agents import AGENTS, get_backend
+from skilltune.calibrate import calibrate as skilltune_calibrate
+from skilltune.cli.app import (
+    AgentOpt,
+    AgentOpts,
+    SuiteArg,
+    app,
+    err,
+    guarded,
+    out,
+    parse_agent_opts,
+    progress_bar,
+)
+from skilltune.errors import UsageError
+from skilltune.evaluate import EvalSummary, evaluate
+from skilltune.progress import fmt
+from skilltune.skill import lint_candidate, load_skill
+from skilltune.smoke import smoke as run_smoke
+from skilltune.suite import load_suite, validate_suite
+
+
+@app.command(epilog="Example: skilltune validate examples/mock-demo/suite")
+@guarded
+def validate(suite: SuiteArg) -> None:
+    """Check a suite and report every problem as file:line: message. Writes nothing."""
+    problems = validate_suite(suite)
+    if problems:
+        for problem in problems:
+            err.print(str(problem))
+        err.print(f"{len(problems)} problem(s) in {suite}")
+        raise typer.Exit(2)
+    loaded = load_suite(suite)
+    counts = ", ".join(f"{s} {len(t)}" for s, t in loaded.splits.items() if t)
+    out.print(f"ok: {suite} ({loaded.kind} suite; tasks: {counts}; contract {loaded.contract_hash[:12]})")
+
+
+@app.command(
+    epilog="Example: skilltune run examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --split val --reps 3 --out runs/demo-eval"
+)
+@guarded
+def run(
+    suite: SuiteArg,
+    skill: Annotated[
+        Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
+    ] = None,
+    no_skill: Annotated[
+        bool, typer.Option("--no-skill", help="Evaluate the agent without any skill.")
+    ] = False,
+    agent: AgentOpt = "mock",
+    split: Annotated[str, typer.Option(help="train, val or test.")] = "val",
+    reps: Annotated[int, typer.Option(min=1, help="Replicates per task.")] = 1,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default runs/eval-<skill>-<split>-s<seed>).")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
+    if (skill is None) == (not no_skill):
+        raise UsageError("give --skill DIR, or --no-skill to run the agent without a skill")
+    loaded = load_suite(suite)
+    candidate = load_skill(skill) if skill is not None else None
+    name = candidate.name if candidate else "noskill"
+    target = out_dir or Path("runs") / f"eval-{name}-{split}-s{seed}"
+    with progress_bar(quiet) as report:
+        summary = evaluate(
+            loaded,
+            candidate,
+            agent=agent,
+            split=split,
+            reps=reps,
+            seed=seed,
+            workers=workers,
+            out=target,
+            agent_options=parse_agent_opts(agent_opt),
+            force=force,
+            on_record=report,
+        )
+    print_summary(summary)
+    out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
+
+
+def print_summary(summary: EvalSummary) -> None:
+    title = f"{summary.skill_name or 'no skill'} on {summary.split} ({summary.agent}, {summary.reps} rep(s), seed {summary.seed})"
+    table = Table(title=title, title_justify="left")
+    for col in ("task", "n", "hard", "soft", "mixed", "status"):
+        table.add_column(col, justify="left" if col in ("task", "status") else "right")
+    for task_id, s in summary.per_task.items():
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
+        table.add_row(task_id, str(s.n), fmt(s.hard), fmt(s.soft), fmt(s.mixed), statuses)
+    statuses = ", ".join(f"{k} {v}" for k, v in summary.statuses.items())
+    table.add_section()
+    table.add_row(
+        "overall",
+        str(summary.n_rollouts),
+        fmt(summary.hard_acc),
+        fmt(summary.soft_acc),
+        fmt(summary.mixed),
+        statuses,
+    )
+    out.print(table)
+    if summary.contaminated:
+        out.print(
+            "[yellow]warning:[/yellow] infra errors remain after retries: these rollouts are not scored",
+            markup=True,
+        )
+
+
+@app.command(
+    epilog="Example: skilltune smoke examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock"
+)
+@guarded
+def smoke(
+    suite: SuiteArg,
+    skill: Annotated[Path, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")],
+    agent: AgentOpt = "mock",
+    agent_opt: AgentOpts = None,
+) -> None:
+    """Preflight (requirements, tools, agent CLI) and one rollout per split; exit 1 on any problem."""
+    report = run_smoke(suite, skill, agent=agent, agent_options=parse_agent_opts(agent_opt))
+    for check in report.checks:
+        mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
+        out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""), markup=True)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command(epilog="Example: skilltune agents")
+@guarded
+def agents() -> None:
+    """List agent backends: installed or not, version, and how to fix what is missing."""
+    table = Table()
+    for col in ("agent", "installed", "version", "fix"):
+        table.add_column(col)
+    for name in AGENTS.names():
+        status = get_backend(name).check()
+        table.add_row(name, "yes" if status.installed else "no", status.version or "-", status.fix or "")
+    out.print(table)
+
+
+@app.command(epilog="Example: skilltune lint examples/mock-demo/skill")
+@guarded
+def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single instruction file.")]) -> None:
+    """Lint a skill: front matter, body size, links to files that exist, protected blocks."""
+    candidate = load_skill(skill)
+    issues = lint_candidate(candidate)
+    for issue in issues:
+        out.print(
+            f"{skill / issue.file if candidate.kind == 'folder' else skill}{':' + str(issue.line) if issue.line else ''}: {issue.severity}: {issue.message}"
+        )
+    if any(i.severity == "error" for i in issues):
+        raise typer.Exit(1)
+    out.print(f"ok: {candidate.name} ({candidate.short}), {len(candidate.files)} file(s)")
+
+
+# --- train / resume / compare -----------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: skilltune calibrate examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --reps 3 --out runs/calibrate-demo"
+)
+@guarded
+def calibrate(
+    suite: SuiteArg,
+    skill: Annotated[
+        Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
+    ] = None,
+    no_skill: Annotated[
+        bool, typer.Option("--no-skill", help="Calibrate the agent without any skill.")
+    ] = False,
+    agent: AgentOpt = "mock",
+    split: Annotated[str, typer.Option(help="train, val or test.")] = "val",
+    reps: Annotated[int, typer.Option(min=1, help="Replicates per task.")] = 3,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
+    metric: Annotated[str, typer.Option(help="hard, soft or mixed (the gate's metric).")] = "mixed",
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default runs/calibrate-<skill>-<split>).")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+) -> None:
+    """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
+    if (skill is None) == (not no_skill):
+        raise UsageError("give --skill DIR, or --no-skill to calibrate the agent without a skill")
+    if metric not in ("hard", "soft", "mixed"):
+        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
+    loaded = load_suite(suite)
+    candidate = load_skill(skill) if skill is not None else None
+    target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
+    result = skilltune_calibrate(
+        loaded, candidate, agent=agent, split=split, reps=reps, seed=seed, workers=workers, metric=metric,
+        out=target, agent_options=parse_agent_opts(agent_opt), force=force,
+    )  # fmt: skip
+    table = Table(
+        title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"
+    )
+    for col in ("task", "pass rate", metric, "sd", "flags"):
+        table.add_column(col, justify="left" if col in ("task", "flags") else "right")
+    for task_id, t in result.tasks.items():
+        flags = ", ".join(f for f, on in (("flaky", t.flaky), ("flat", not t.discriminates)) if on)
+        table.add_row(task_id, fmt(t.pass_rate), fmt(t.mean), fmt(t.sd), flags)
+    out.print(table)
+    out.print(
+        f"overall pass rate {fmt(result.pass_rate)}, {metric} {fmt(result.mean)}: regime [bold]{result.regime}[/bold]",
+        markup=True,
+    )
+    out.print(f"noise (within-task sd of {metric}): {fmt(result.noise_sd)}")
+    detect = ", ".join(f"{k}: {v if v is not None else '-'}" for k, v in result.rollouts_to_detect.items())
+    out.print(f"paired rollouts per arm a fixed test needs (alpha 0.01, power 0.8) to see a gain of {detect}")
+    for lever in result.levers:
+        out.print(f"- {lever}")
+    out.print(f"\ncalibration: {target / 'calibration.json'}")

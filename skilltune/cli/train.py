@@ -1,0 +1,245 @@
+"""train and resume."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from skilltune.cli.app import AgentOpts, SuiteArg, app, clip, err, guarded, out, parse_agent_opts
+from skilltune.cli.compare import print_comparison
+from skilltune.errors import UsageError
+from skilltune.progress import LiveReporter, PlainReporter, Reporter, fmt
+from skilltune.supervise import supervise
+from skilltune.train import TrainResult
+from skilltune.train import resume as skilltune_resume
+from skilltune.train import train as skilltune_train
+
+RunOpt = Annotated[int | None, typer.Option(min=1)]
+
+
+def _reporter(quiet: bool) -> Reporter:
+    if not quiet and err.is_terminal:
+        return LiveReporter(err)
+    return PlainReporter(quiet=quiet)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A TOML file of train settings (keys as the flags, with - or _), flags override it."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--config {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--config {path} is a folder; give a TOML file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text; save the TOML file as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    settings = {key.replace("-", "_"): value for key, value in raw.items()}
+    for table in ("agent_options", "proposer_options", "gate_options", "edit_budget"):
+        if table in settings and not isinstance(settings[table], dict):
+            raise UsageError(f"{path}: {table} must be a table ([{table}] with key = value lines)")
+    return settings
+
+
+def print_units(run_dir: Path) -> None:
+    """The run's results.tsv as a table (the figures come from the run directory)."""
+    results = run_dir / "results.tsv"
+    if not results.is_file():
+        return
+    rows = [line.split("\t") for line in results.read_text(encoding="utf-8").splitlines()]
+    header, body = rows[0], rows[1:]
+    index = {name: i for i, name in enumerate(header)}
+    table = Table(title="units (results.tsv)", title_justify="left", caption_justify="left")
+    for col in ("step", "phase", "verdict", "cand", "inc", "rollouts"):
+        table.add_column(
+            col, no_wrap=True, min_width=len(col), justify="left" if col in ("phase", "verdict") else "right"
+        )
+    table.add_column("edits / reason")
+
+    def num(text: str) -> str:
+        return f"{float(text):.3f}" if text else "-"
+
+    for row in body:
+        get = {name: row[i] for name, i in index.items()}
+        table.add_row(
+            get["step"], get["phase"], get["verdict"], num(get["val_candidate"]), num(get["val_incumbent"]),
+            get["rollouts"], clip(get["description"], 44),
+        )  # fmt: skip
+    table.caption = "cand / inc: val score of the candidate and the incumbent"
+    out.print(table)
+
+
+def _finish_run(result: TrainResult) -> None:
+    print_units(Path(result.run_dir))
+    out.print(f"\n[bold]{result.state}[/bold]: {result.reason}", markup=True)
+    out.print(
+        f"seed val {fmt(result.seed_val)}, best val {fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
+    )
+    if result.comparison is not None:
+        print_comparison(result.comparison)
+    run = Path(result.run_dir)
+    out.print(f"\nrun: {run}\nresults: {run / 'results.tsv'}\nbest skill: {run / 'best_skill'}")
+    if result.state in ("blocked", "crash"):
+        raise typer.Exit(3)
+
+
+@app.command(
+    epilog="Example: skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --proposer mock --tag demo --max-steps 8 --seed 1"
+)
+@guarded
+def train(
+    suite: SuiteArg,
+    skill: Annotated[
+        Path | None, typer.Option("--skill", "-s", help="Seed skill folder or instruction file.")
+    ] = None,
+    tag: Annotated[str | None, typer.Option(help="Run name: the run lives in RUNS_DIR/TAG.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Target agent (default mock).")] = None,
+    proposer: Annotated[
+        str | None, typer.Option(help="Proposer: mock, or a model backend (default mock).")
+    ] = None,
+    mode: Annotated[
+        str | None, typer.Option(help="patch (anchored edits) or rewrite (whole document).")
+    ] = None,
+    gate: Annotated[str | None, typer.Option(help="Gate strategy: strict or paired-z.")] = None,
+    metric: Annotated[
+        str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
+    ] = None,
+    max_steps: RunOpt = None,
+    epochs: RunOpt = None,
+    epoch_steps: RunOpt = None,
+    batch: Annotated[int | None, typer.Option(min=1, help="Train minibatch size (default 8).")] = None,
+    reps: Annotated[
+        int | None, typer.Option(min=1, help="Replicates per task in train and gate passes.")
+    ] = None,
+    test_reps: Annotated[
+        int | None, typer.Option(min=1, help="Replicates per task in the final test (default 3).")
+    ] = None,
+    screen: Annotated[
+        bool | None, typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first.")
+    ] = None,
+    budget_rollouts: RunOpt = None,
+    budget_tokens: RunOpt = None,
+    budget_usd: Annotated[float | None, typer.Option(min=0.0)] = None,
+    budget_hours: Annotated[float | None, typer.Option(min=0.0)] = None,
+    patience: Annotated[
+        int | None, typer.Option(min=1, help="Discarded candidates in a row that end the run (default 5).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed (default 0).")] = None,
+    workers: RunOpt = None,
+    runs_dir: Annotated[Path | None, typer.Option(help="Where runs live (default ./runs).")] = None,
+    evidence_from: Annotated[
+        Path | None, typer.Option(help="Use the train rollouts recorded by another run.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML file with any of these settings; flags override it.")
+    ] = None,
+    agent_opt: AgentOpts = None,
+    proposer_opt: Annotated[
+        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value (repeatable).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Start over if the tag exists.")] = False,
+    resume_run: Annotated[
+        bool, typer.Option("--resume", help="Continue the run under this tag (as skilltune resume).")
+    ] = False,
+    supervise_run: Annotated[
+        bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
+) -> None:
+    """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
+    if resume_run and force:
+        raise UsageError("--resume continues the run and --force starts it over: give one of them")
+    settings: dict[str, Any] = read_config_file(config) if config else {}
+    flags = dict(
+        skill=skill,
+        tag=tag,
+        agent=agent,
+        proposer=proposer,
+        mode=mode,
+        gate=gate,
+        metric=metric,
+        max_steps=max_steps,
+        epochs=epochs,
+        epoch_steps=epoch_steps,
+        batch=batch,
+        reps=reps,
+        test_reps=test_reps,
+        screen=screen,
+        budget_rollouts=budget_rollouts,
+        budget_tokens=budget_tokens,
+        budget_usd=budget_usd,
+        budget_hours=budget_hours,
+        patience=patience,
+        seed=seed,
+        workers=workers,
+        runs_dir=runs_dir,
+        evidence_from=evidence_from,
+    )
+    settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
+    settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)
+    settings["proposer_options"] = settings.get("proposer_options", {}) | parse_agent_opts(proposer_opt)
+    settings.pop("suite", None)
+    if "skill" not in settings or "tag" not in settings:
+        raise UsageError("give --skill (the seed skill) and --tag (the run's name)")
+    if supervise_run:
+        run_dir = Path(settings.get("runs_dir", "runs")) / str(settings["tag"])
+        first = [a for a in sys.argv[1:] if a != "--supervise"]
+        raise typer.Exit(supervise(first, run_dir))
+    skill_path = settings.pop("skill")
+    tag_name = settings.pop("tag")
+    reporter = _reporter(quiet)
+    try:
+        if resume_run:
+            run_dir = Path(settings.get("runs_dir", "runs")) / str(tag_name)
+            raised = {k: v for k, v in settings.items() if k.startswith("budget_") or k == "workers"}
+            result = skilltune_resume(run_dir, reporter=reporter, **raised)
+        else:
+            result = skilltune_train(
+                suite, skill_path, tag=tag_name, force=force, reporter=reporter, **settings
+            )
+    finally:
+        reporter.close()
+    _finish_run(result)
+
+
+@app.command(epilog="Example: skilltune resume runs/demo")
+@guarded
+def resume(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")],
+    budget_rollouts: RunOpt = None,
+    budget_tokens: RunOpt = None,
+    budget_usd: Annotated[float | None, typer.Option(min=0.0)] = None,
+    budget_hours: Annotated[float | None, typer.Option(min=0.0)] = None,
+    workers: RunOpt = None,
+    agent_opt: AgentOpts = None,
+    supervise_run: Annotated[
+        bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
+) -> None:
+    """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*)."""
+    if supervise_run:
+        raise typer.Exit(supervise([a for a in sys.argv[1:] if a != "--supervise"], run_dir))
+    overrides: dict[str, Any] = dict(
+        budget_rollouts=budget_rollouts,
+        budget_tokens=budget_tokens,
+        budget_usd=budget_usd,
+        budget_hours=budget_hours,
+        workers=workers,
+    )
+    if agent_opt:
+        overrides["agent_options"] = parse_agent_opts(agent_opt)
+    reporter = _reporter(quiet)
+    try:
+        result = skilltune_resume(
+            run_dir, reporter=reporter, **{k: v for k, v in overrides.items() if v is not None}
+        )
+    finally:
+        reporter.close()
+    _finish_run(result)
