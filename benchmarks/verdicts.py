@@ -51,8 +51,8 @@ SUITE = ROOT / "examples" / "mock-demo" / "suite"
 GOOD = ROOT / "examples" / "mock-demo" / "good-skill"
 ABLATE = "Quantify customer impact"  # the planted defect: this rule line is removed
 PRESETS = {
-    "quick": {"null_runs": 200, "decisions": 1000, "planted_runs": 8, "planted_steps": 5},
-    "full": {"null_runs": 400, "decisions": 4000, "planted_runs": 200, "planted_steps": 6},
+    "quick": {"null_runs": 1000, "decisions": 1000, "planted_runs": 8, "planted_steps": 5},
+    "full": {"null_runs": 2000, "decisions": 4000, "planted_runs": 200, "planted_steps": 6},
 }
 
 

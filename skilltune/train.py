@@ -118,11 +118,11 @@ class TrainResult(BaseModel):
 
 
 def is_secret_key(key: str) -> bool:
-    """api_key, auth_token, password... but not author, tokens_in or api_key_env (a variable's name)."""
-    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
+    """api_key, authToken, password... but not author, tokens_in or api_key_env (a variable's name)."""
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", key)]
     if not words or words[-1] in ("env", "var", "file", "path"):
         return False
-    return words[-1] in _SECRET_WORDS or key.lower() in ("apikey", "api-key")
+    return words[-1] in _SECRET_WORDS
 
 
 def redact(value: Any, key: str = "") -> Any:
