@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 SRC := skilltune tests benchmarks
 
-.PHONY: install check test demo clean
+.PHONY: install check test demo bench-verdicts clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: check
 demo: $(STAMP)
 	$(BIN)/skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill \
 		--agent mock --proposer mock --tag demo --max-steps 8 --seed 1 --force
+
+# The verdicts benchmark (quick preset): prints the table and writes benchmarks/results/verdicts.json.
+bench-verdicts: $(STAMP)
+	$(BIN)/python benchmarks/verdicts.py --quick
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache

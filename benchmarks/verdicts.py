@@ -51,8 +51,20 @@ SUITE = ROOT / "examples" / "mock-demo" / "suite"
 GOOD = ROOT / "examples" / "mock-demo" / "good-skill"
 ABLATE = "Quantify customer impact"  # the planted defect: this rule line is removed
 PRESETS = {
-    "quick": {"null_runs": 1000, "decisions": 1000, "planted_runs": 8, "planted_steps": 5},
-    "full": {"null_runs": 2000, "decisions": 4000, "planted_runs": 200, "planted_steps": 6},
+    "quick": {
+        "null_runs": 1000,
+        "null_test_runs": 10000,
+        "decisions": 1000,
+        "planted_runs": 8,
+        "planted_steps": 5,
+    },
+    "full": {
+        "null_runs": 2000,
+        "null_test_runs": 40000,
+        "decisions": 4000,
+        "planted_runs": 200,
+        "planted_steps": 6,
+    },
 }
 
 
@@ -111,6 +123,32 @@ def null_study(gate: str, runs: int, seed: int) -> dict[str, float]:
         "accepts_per_run": accepts / runs,
         "rollouts_per_decision": rollouts / (runs * DECISIONS),
     }
+
+
+def null_test_study(runs: int, seed: int) -> dict[str, float]:
+    """(a) for the sequential test alone, without records: many more runs, a tighter estimate."""
+    from skilltune.stats import SequentialTest
+
+    rng = np.random.default_rng(seed)
+    policy = RunAlpha(0.05, "lord", DECISIONS)
+    hits = 0
+    for _ in range(runs):
+        history: list[bool] = []
+        for _ in range(DECISIONS):
+            test = SequentialTest(policy.level(history))
+            base = rng.uniform(0.35, 0.65, N_TASKS)
+            diffs: list[float] = []
+            for k in range(test.max_looks):
+                c = rng.random(N_TASKS) < base
+                i = rng.random(N_TASKS) < base
+                diffs.extend((c.astype(float) - i).tolist())
+                outcome, _ = test.look(k, diffs)
+                if outcome is not None:
+                    break
+            history.append(outcome == "accept")
+        hits += any(history)
+    rate = hits / runs
+    return {"runs": runs, "runs_accepting": rate, "se": math.sqrt(rate * (1 - rate) / runs)}
 
 
 def fixed_sample_rollouts(alpha: float, power: float, effect: float) -> float | None:
@@ -253,6 +291,7 @@ def main() -> int:
         "tasks": N_TASKS,
     }
     result["null"] = {g: null_study(g, preset["null_runs"], seed=1) for g in GATES}
+    result["null_test"] = null_test_study(preset["null_test_runs"], seed=3)
     print(f"(a) null done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     result["effects"] = {g: effect_study(g, (0.05, 0.10, 0.20), preset["decisions"], seed=2) for g in GATES}
     print(f"(c) effects done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
@@ -265,6 +304,8 @@ def main() -> int:
     print(table(result))
     seq = result["effects"]["sequential"]
     print(
+        f"\nsequential test alone on pure noise: {100 * result['null_test']['runs_accepting']:.2f}% "
+        f"+- {100 * result['null_test']['se']:.2f}% of {result['null_test']['runs']} runs kept an edit"
         f"\nsequential: level of a run's first decision {seq['level']:.4f}; false accepts per decision "
         f"{seq['false_accept']:.4f}; rollouts per null decision {seq['null_rollouts_per_decision']:.0f}; "
         f"{result['seconds']:.0f} s in all; JSON: {args.out}"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout import RolloutRecord, per_task_scores
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means
@@ -58,9 +59,10 @@ def contaminated(records: list[RolloutRecord]) -> bool:
 
 
 class Gate(ABC):
-    """``decide(sampler) -> Verdict``. Subclasses set ``name``."""
+    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and the ``OPTIONS`` they take."""
 
     name: str
+    OPTIONS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
         self.metric = metric
@@ -156,7 +158,16 @@ GATES: Registry[type[Gate]] = Registry("skilltune.gates", "gate")
 
 
 def make_gate(name: str, metric: str, reps: int, **settings: Any) -> Gate:
-    return GATES.get(name)(metric=metric, reps=reps, **settings)
+    """The gate ``name`` with its options; unknown or invalid options are bad input."""
+    cls = GATES.get(name)
+    unknown = sorted(set(settings) - set(cls.OPTIONS))
+    if unknown:
+        known = ", ".join(sorted(cls.OPTIONS)) or "none"
+        raise UsageError(f"unknown option(s) {', '.join(unknown)} for the {name} gate (known: {known})")
+    try:
+        return cls(metric=metric, reps=reps, **settings)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{name} gate options: {exc}") from None
 
 
 class SequentialGate(Gate):
@@ -176,6 +187,9 @@ class SequentialGate(Gate):
     """
 
     name = "sequential"
+    OPTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"alpha", "max_reps", "min_effect", "futility_confidence", "rho"}
+    )
 
     def __init__(
         self,
@@ -191,8 +205,10 @@ class SequentialGate(Gate):
         super().__init__(metric, reps, **settings)
         if not 0 < alpha < 0.5:
             raise ValueError("alpha must lie in (0, 0.5)")
+        if int(max_reps) < 1 or not 0 < futility_confidence < 1 or rho <= 0:
+            raise ValueError("max_reps must be >= 1, futility_confidence in (0, 1), rho > 0")
         self.alpha = alpha
-        self.max_reps = max(1, max_reps)
+        self.max_reps = int(max_reps)
         self.min_effect = min_effect
         self.futility_confidence = futility_confidence
         self.rho = rho

@@ -29,7 +29,7 @@ from skilltune.budget import Budget, BudgetExhausted, Plan
 from skilltune.compare import Comparison, build_comparison
 from skilltune.errors import SkilltuneError
 from skilltune.execute import Executor, make_executor
-from skilltune.gate import GATES, Gate, Verdict, make_gate
+from skilltune.gate import Gate, Verdict, make_gate
 from skilltune.progress import Reporter, RunProgress, fmt
 from skilltune.propose import (
     EditBudget,
@@ -117,7 +117,7 @@ class Trainer:
         self.backend: AgentBackend = get_backend(config.agent)
         self.options: AgentOptions = parse_agent_options(self.backend, config.agent_options)
         self.proposer: Proposer = make_proposer(config.proposer, self.suite, config.proposer_options)
-        GATES.get(config.gate)  # an unknown gate is bad input, found before anything runs
+        self.make_gate(0.05)  # an unknown gate or gate option is bad input, found before anything runs
         self.executor = executor or make_executor(config.workers, self.suite.config.max_concurrency)
         c = config
         self.edit_budget = EditBudget(

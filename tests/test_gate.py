@@ -301,8 +301,12 @@ def test_make_gate() -> None:
     gate = make_gate("paired-z", "soft", 3)
     assert isinstance(gate, PairedZGate)
     assert (gate.metric, gate.reps) == ("soft", 3)
-    strict = make_gate("strict", "hard", 2, extra=1)
-    assert isinstance(strict, StrictGate) and strict.settings == {"extra": 1}
+    strict = make_gate("strict", "hard", 2)
+    assert isinstance(strict, StrictGate)
+    with pytest.raises(UsageError, match=r"unknown option\(s\) extra for the strict gate"):
+        make_gate("strict", "hard", 2, extra=1)
+    with pytest.raises(UsageError, match="max_reps must be"):
+        make_gate("sequential", "mixed", 1, max_reps=0)
     s = sampler({"t1": 1.0}, {"t1": 0.0})
     strict.decide(s)
     assert s.calls == [(0, 2)]

@@ -106,7 +106,19 @@ def train(
     mode: Annotated[
         str | None, typer.Option(help="patch (anchored edits) or rewrite (whole document).")
     ] = None,
-    gate: Annotated[str | None, typer.Option(help="Gate strategy: strict or paired-z.")] = None,
+    gate: Annotated[str | None, typer.Option(help="Gate: sequential (default), paired-z or strict.")] = None,
+    gate_opt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--gate-opt", help="Gate option key=value: max_reps, min_effect, futility_confidence, rho."
+        ),
+    ] = None,
+    alpha: Annotated[
+        float | None, typer.Option(help="Run-wide error rate of the sequential gate (default 0.05).")
+    ] = None,
+    alpha_policy: Annotated[
+        str | None, typer.Option(help="lord (default: alpha-investing) or spend (family-wise).")
+    ] = None,
     metric: Annotated[
         str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
     ] = None,
@@ -164,6 +176,8 @@ def train(
         mode=mode,
         gate=gate,
         metric=metric,
+        alpha=alpha,
+        alpha_policy=alpha_policy,
         max_steps=max_steps,
         epochs=epochs,
         epoch_steps=epoch_steps,
@@ -184,6 +198,7 @@ def train(
     settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
     settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)
     settings["proposer_options"] = settings.get("proposer_options", {}) | parse_agent_opts(proposer_opt)
+    settings["gate_options"] = settings.get("gate_options", {}) | parse_agent_opts(gate_opt)
     settings.pop("suite", None)
     if "skill" not in settings or "tag" not in settings:
         raise UsageError("give --skill (the seed skill) and --tag (the run's name)")
