@@ -78,7 +78,7 @@ def slow_update(trainer: Trainer, e: int, done: list[UnitRecord]) -> UnitRecord:
     candidate.save(folder / "candidate")
     write_text(folder / "candidate_skill.md", candidate.text)
     base |= {"edits": [f"slow-update: {comparison}"], "edit_texts": [guidance]}
-    problem = trainer.lint(candidate, current)
+    problem = trainer.lint(candidate, current, own_block=SLOW_UPDATE_BLOCK)
     if problem is not None:
         record = UnitRecord(
             **base, candidate=candidate.hash, verdict="discard", decision="lint", reason=problem

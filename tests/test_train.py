@@ -56,6 +56,15 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
         "best_skill/SKILL.md",
     ):
         assert (run.root / name).is_file(), name
+    epoch = json.loads((run.epoch_dir(1) / "epoch.json").read_text())
+    assert epoch["decision"] in ("accept", "reject", "skip"), (
+        epoch
+    )  # its own PROTECTED block is not a lint error
+    if epoch["decision"] != "skip":
+        assert (
+            "<!-- PROTECTED:slow-update -->\n## Conventions (slow update)\n- Epoch 1:"
+            in (run.epoch_dir(1) / "candidate_skill.md").read_text()
+        )
     step1 = run.step_dir(1)
     for name in ("reflections.json", "merged_patch.json", "candidate_skill.md", "gate.json", "step.json"):
         assert (step1 / name).is_file(), name

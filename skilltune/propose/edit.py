@@ -208,9 +208,19 @@ def check_edit(candidate: Candidate, edit: Edit) -> str | None:
 
 
 def set_protected_block(text: str, name: str, content: str) -> str:
-    """Replace the body of ``<!-- PROTECTED:name -->`` (or add the block at the end)."""
-    block = f"<!-- PROTECTED:{name} -->\n{content.strip()}\n<!-- /PROTECTED -->"
-    pattern = re.compile(rf"<!--\s*PROTECTED:{re.escape(name)}\s*-->.*?<!--\s*/PROTECTED\s*-->", re.S)
-    if pattern.search(text):
-        return pattern.sub(lambda _: block, text, count=1)
+    """Replace the body of ``<!-- PROTECTED:name -->`` (or add the block at the end).
+
+    A markdown heading that opens the existing block is kept above new content that
+    brings none of its own.
+    """
+    pattern = re.compile(rf"<!--\s*PROTECTED:{re.escape(name)}\s*-->(.*?)<!--\s*/PROTECTED\s*-->", re.S)
+    found = pattern.search(text)
+    heading = ""
+    if found:
+        first = found.group(1).strip().splitlines()[:1]
+        keeps = first and first[0].startswith("#") and not content.strip().startswith("#")
+        heading = first[0] + "\n" if keeps else ""
+    block = f"<!-- PROTECTED:{name} -->\n{heading}{content.strip()}\n<!-- /PROTECTED -->"
+    if found:
+        return text[: found.start()] + block + text[found.end() :]
     return text.rstrip("\n") + "\n\n" + block + "\n"
