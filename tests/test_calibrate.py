@@ -29,7 +29,7 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
     assert flat == result.non_discriminating and flat  # deterministic tasks at the floor or the ceiling
     assert result.noise_sd is not None and result.noise_sd > 0
     needs = result.rollouts_to_detect
-    assert needs["+0.05"] is not None and needs["+0.20"] is not None and needs["+0.05"] > needs["+0.20"]
+    assert needs["+0.05"] is not None and needs["+0.20"] is not None and needs["+0.05"] >= needs["+0.20"]
     saved = json.loads((tmp_path / "cal" / "calibration.json").read_text())
     assert saved["regime"] == "gradient" and saved["schema_version"] == 1
 
@@ -55,8 +55,8 @@ def test_regimes_flaky_tasks_and_levers(tmp_path: Path) -> None:
     assert any("reps 3" in lever for lever in hard.levers)
     assert regime_of(None) is None and regime_of(0.5) == "gradient"
     assert rollouts_to_detect(None, 20, 0.1) is None
-    needed = rollouts_to_detect(0.5, 20, 0.1)
-    assert needed is not None and needed % 20 == 0
+    # (z_0.99 + z_0.8) * sqrt(2) * 0.5 / 0.1, squared: 502 pairs, rounded up to whole rounds of 20 tasks
+    assert rollouts_to_detect(0.5, 20, 0.1) == 520
 
 
 def test_calibrate_cli(tmp_path: Path) -> None:

@@ -1,0 +1,188 @@
+"""What every agent-CLI backend shares: isolation, the environment, the process, outcomes.
+
+A CLI backend says how to call its CLI (``command``), what to put in the private
+HOME (``prepare_home``), which variables and credential files of the user it
+needs, and how to read its event stream (``interpret``). This module does the
+rest the same way for all of them:
+
+- a private HOME per rollout (the user's skills, settings and history never join
+  the candidate); only the CLI's credential files are *linked* in, so a logged-in
+  CLI keeps working and parallel rollouts never race on a rotated token;
+- a minimal environment: PATH, HOME, LANG, TMPDIR, proxy and CA variables, and the
+  CLI's own endpoint and credential variables (ANTHROPIC_*, OPENAI_*, ...);
+- stdin closed, its own process group, killed as a group at the wall limit or
+  when its output stalls;
+- outcomes: an HTTP 429/529/503, auth, quota or network failure, or a crash before
+  the first model turn is ``infra_error`` (retried, never scored), never a task
+  failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field, PositiveFloat
+
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, BackendCheck
+from skilltune.agents.process import ProcessOutcome, run_agent_process
+
+BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
+NETWORK_ENV = (
+    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+)  # fmt: skip
+
+_INFRA_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("rate limited (429)", re.compile(r"\b429\b|rate[ _-]?limit|too many requests", re.I)),
+    ("overloaded (529/503)", re.compile(r"\b52[0-9]\b|\b503\b|overloaded|service unavailable|bad gateway|\b502\b", re.I)),
+    ("authentication failed", re.compile(r"\b401\b|\b403\b|unauthori[sz]ed|authentication|invalid[ _-]api[ _-]key|not logged in|please log ?in|login required|forbidden", re.I)),
+    ("quota exhausted", re.compile(r"quota|insufficient[_ ]funds|billing|credit balance", re.I)),
+    ("network error", re.compile(r"ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|network error|connection (refused|reset|error)|fetch failed|socket hang up|getaddrinfo", re.I)),
+]  # fmt: skip
+
+
+class CLIOptions(AgentOptions):
+    """Options of every CLI backend (each CLI adds its own)."""
+
+    stall_s: PositiveFloat | None = Field(
+        default=300.0, description="no output for this long: the agent is stuck"
+    )
+    executable: str | None = Field(default=None, description="path of the CLI (default: found on PATH)")
+
+
+def infra_reason(text: str) -> str | None:
+    """Why ``text`` (an error message, stderr) looks like an infrastructure failure, or None."""
+    for reason, pattern in _INFRA_PATTERNS:
+        if pattern.search(text):
+            return reason
+    return None
+
+
+def parse_jsonl(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """JSON objects of an event stream, and the lines that were not JSON (banners, warnings)."""
+    events, other = [], []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError:
+            other.append(stripped)
+            continue
+        if isinstance(value, dict):
+            events.append(value)
+        else:
+            other.append(stripped)
+    return events, other
+
+
+class CLIBackend(AgentBackend):
+    """Base of the backends that drive a real agent CLI headless."""
+
+    Options = CLIOptions
+    executable: ClassVar[str]
+    env_prefixes: ClassVar[tuple[str, ...]] = ()  # the user's variables for this CLI (endpoint, keys)
+    env_names: ClassVar[tuple[str, ...]] = ()
+    credential_paths: ClassVar[tuple[str, ...]] = ()  # relative to the user's HOME; linked, never copied
+    tool_restriction: ClassVar[str | None] = None  # None: the CLI cannot restrict its tools
+
+    def check(self) -> BackendCheck:
+        found = super().check()
+        if self.tool_restriction is None:
+            found.notes.append("tool restriction (agent option tools=...) is not supported by this CLI")
+        return found
+
+    def binary(self, options: AgentOptions) -> str:
+        configured = getattr(options, "executable", None)
+        return str(configured or shutil.which(self.executable) or self.executable)
+
+    # --- what each CLI says -------------------------------------------------------------------
+    @abstractmethod
+    def command(self, request: AgentRequest, home: Path) -> list[str]:
+        """argv of one headless run (the prompt after ``--`` when it is positional)."""
+
+    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+        """Write the CLI's settings into the private HOME (permissions, telemetry off...)."""
+
+    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+        """Variables this CLI needs besides the user's own (quiet modes, config dirs)."""
+        return {}
+
+    @abstractmethod
+    def interpret(
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+    ) -> AgentResult:
+        """Turn the event stream into an AgentResult (messages, final text, usage, status)."""
+
+    # --- shared machinery ---------------------------------------------------------------------
+    def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
+        env = {k: os.environ[k] for k in (*BASE_ENV, *NETWORK_ENV) if k in os.environ}
+        for key, value in os.environ.items():
+            if key in self.env_names or any(key.startswith(p) for p in self.env_prefixes):
+                env[key] = value
+        tmp = home / "tmp"
+        tmp.mkdir(exist_ok=True)
+        env |= {"HOME": str(home), "TMPDIR": str(tmp), "USERPROFILE": str(home)}
+        env.setdefault("LANG", "C.UTF-8")
+        env |= self.cli_env(home, request)
+        return env
+
+    def link_credentials(self, home: Path) -> None:
+        real_home = Path(os.environ.get("HOME") or Path.home())
+        for rel in self.credential_paths:
+            source = real_home / rel
+            if source.exists():
+                target = home / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(source)
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        home = Path(tempfile.mkdtemp(prefix=f"skilltune-{self.name}-home-"))
+        try:
+            self.link_credentials(home)
+            self.prepare_home(home, request)
+            options = request.options
+            outcome = run_agent_process(
+                self.command(request, home),
+                cwd=request.workspace,
+                env=self.environment(home, request),
+                wall_limit_s=options.wall_limit_s,
+                stall_s=getattr(options, "stall_s", None),
+                stdout_path=request.log_dir / "agent-stdout.jsonl",
+                stderr_path=request.log_dir / "agent-stderr.log",
+            )
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        if not outcome.started:
+            return AgentResult(
+                status="infra_error", reason=f"could not start {self.executable}: {outcome.error}"
+            )
+        events, noise = parse_jsonl(outcome.stdout_lines)
+        result = self.interpret(events, outcome, request)
+        result.log_tail = (outcome.stderr_tail + "\n".join(noise[-20:]))[-4000:]
+        if outcome.timed_out:
+            result.status, result.reason = "timeout", f"wall limit of {options.wall_limit_s:g} s"
+        elif outcome.stalled:
+            result.status, result.reason = (
+                "timeout",
+                f"no output for {getattr(options, 'stall_s', 0):g} s (stuck)",
+            )
+        return result
+
+    @staticmethod
+    def failure_status(text: str, saw_model_turn: bool) -> tuple[str, str]:
+        """(status, reason) for a run that ended in an error: infra or the task's own failure."""
+        reason = infra_reason(text)
+        if reason is not None:
+            return "infra_error", f"{reason}: {text.strip()[:300]}"
+        if not saw_model_turn:
+            return "infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}"
+        return "task_failed", text.strip()[:300]

@@ -1,0 +1,125 @@
+"""Running an agent CLI: its own process group, stdin closed, a wall limit, a liveness check.
+
+The agent's stdout (its event stream) is read line by line as it arrives and
+mirrored to a file in the rollout's record folder; every line is a heartbeat.
+When the wall limit passes, or no output arrives for ``stall_s`` seconds, the
+whole process group is terminated (SIGTERM, then SIGKILL after a grace period),
+so no grandchild survives the rollout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GRACE_S = 5.0
+_TAIL_CHARS = 4000
+
+
+@dataclass
+class ProcessOutcome:
+    returncode: int | None
+    stdout_lines: list[str]
+    stderr_tail: str
+    seconds: float
+    timed_out: bool = False
+    stalled: bool = False
+    started: bool = True  # False: the executable could not be started at all
+    error: str | None = None
+    last_output_s: float = field(default=0.0)  # seconds since start of the last stdout line
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def run_agent_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    wall_limit_s: float,
+    stall_s: float | None,
+    stdout_path: Path | None = None,
+    stderr_path: Path | None = None,
+) -> ProcessOutcome:
+    """Run ``argv`` to completion or until a limit; never raises for the agent's own failure."""
+    t0 = time.monotonic()
+    stderr_file = stderr_path.open("wb") if stderr_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr_file,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        if stderr_path:
+            stderr_file.close()  # type: ignore[union-attr]
+        return ProcessOutcome(None, [], str(exc), 0.0, started=False, error=f"{type(exc).__name__}: {exc}")
+    lines: list[str] = []
+    last = [time.monotonic()]
+    mirror = stdout_path.open("w", encoding="utf-8") if stdout_path else None
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            text = raw.decode("utf-8", "replace")
+            lines.append(text.rstrip("\n"))
+            last[0] = time.monotonic()
+            if mirror is not None:
+                mirror.write(text)
+                mirror.flush()
+
+    reader = threading.Thread(target=pump, name="skilltune-agent-stdout", daemon=True)
+    reader.start()
+    timed_out = stalled = False
+    try:
+        while True:
+            try:
+                proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+                if now - t0 > wall_limit_s:
+                    timed_out = True
+                elif stall_s is not None and now - last[0] > stall_s:
+                    stalled = True
+                if timed_out or stalled:
+                    kill_group(proc.pid, signal.SIGTERM)
+                    try:
+                        proc.wait(timeout=GRACE_S)
+                    except subprocess.TimeoutExpired:
+                        kill_group(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                    break
+    finally:
+        kill_group(proc.pid, signal.SIGKILL)  # whatever the agent left behind in its group
+        reader.join(timeout=GRACE_S)
+        if mirror is not None:
+            mirror.close()
+        if stderr_path:
+            stderr_file.close()  # type: ignore[union-attr]
+    tail = ""
+    if stderr_path and stderr_path.is_file():
+        data = stderr_path.read_bytes()
+        tail = data[-_TAIL_CHARS:].decode("utf-8", "replace")
+    return ProcessOutcome(
+        returncode=proc.returncode,
+        stdout_lines=lines,
+        stderr_tail=tail,
+        seconds=time.monotonic() - t0,
+        timed_out=timed_out,
+        stalled=stalled,
+        last_output_s=last[0] - t0,
+    )
