@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 SRC := skilltune tests benchmarks
 
-.PHONY: install check test demo bench-verdicts clean
+CLIS := agentclis
+CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
+
+.PHONY: install check test demo bench-verdicts agent-clis clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,12 +18,23 @@ $(STAMP): pyproject.toml requirements/ci.txt
 
 install: $(STAMP)
 
+# The real agent CLIs at the versions in agentclis/package-lock.json (integration tests drive them
+# against a local fake model server), and ripgrep, which opencode needs and cannot download offline.
+$(CLI_STAMP): $(CLIS)/package.json $(CLIS)/package-lock.json
+	npm ci --prefix $(CLIS) --no-audit --no-fund --loglevel=error
+	command -v rg >/dev/null || { command -v apt-get >/dev/null && \
+		{ apt-get install -y -q ripgrep >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q ripgrep >/dev/null; }; }; } || \
+		echo "warning: ripgrep (rg) is missing and could not be installed: opencode's tests will be skipped"
+	touch $(CLI_STAMP)
+
+agent-clis: $(CLI_STAMP)
+
 check: $(STAMP)
 	$(BIN)/ruff check $(SRC)
 	$(BIN)/ruff format --check $(SRC)
 	$(BIN)/mypy
 
-test: check
+test: check $(CLI_STAMP)
 	$(BIN)/pytest
 
 demo: $(STAMP)

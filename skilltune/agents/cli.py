@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from pydantic import Field, PositiveFloat
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, BackendCheck
+from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome, run_agent_process
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
@@ -168,14 +169,50 @@ class CLIBackend(AgentBackend):
         events, noise = parse_jsonl(outcome.stdout_lines)
         result = self.interpret(events, outcome, request)
         result.log_tail = (outcome.stderr_tail + "\n".join(noise[-20:]))[-4000:]
-        if outcome.timed_out:
-            result.status, result.reason = "timeout", f"wall limit of {options.wall_limit_s:g} s"
-        elif outcome.stalled:
-            result.status, result.reason = (
-                "timeout",
-                f"no output for {getattr(options, 'stall_s', 0):g} s (stuck)",
+        saw_model_turn = bool(result.messages) or bool(result.turns)
+        if outcome.timed_out or outcome.stalled:
+            why = (
+                f"wall limit of {options.wall_limit_s:g} s"
+                if outcome.timed_out
+                else f"no output for {getattr(options, 'stall_s', 0):g} s (stuck)"
             )
+            if saw_model_turn:
+                result.status, result.reason = "timeout", why
+            else:  # the endpoint never answered: infrastructure, not the task
+                result.status, result.reason = "infra_error", f"no model turn before the {why}"
+        if result.cost_usd is None and result.tokens_in is not None:
+            result.cost_usd = estimate_cost(
+                result.model or options.model, result.tokens_in, result.tokens_out
+            )
+            result.cost_estimated = result.cost_usd is not None
         return result
+
+    def complete(self, prompt: str, model: str | None, wall_limit_s: float = 600.0) -> AgentResult:
+        """The CLI as a plain model (for proposers): no tools, an empty folder, the prompt in, text out."""
+        from skilltune.suite import Task
+
+        folder = Path(tempfile.mkdtemp(prefix=f"skilltune-{self.name}-ask-"))
+        try:
+            (folder / "ws").mkdir()
+            (folder / "log").mkdir()
+            options = self.parse_options(
+                {"model": model, "wall_limit_s": wall_limit_s, **self.plain_model_options()}
+            )
+            request = AgentRequest(
+                task=Task(id="proposer", prompt=prompt),
+                prompt=prompt,
+                workspace=folder / "ws",
+                log_dir=folder / "log",
+                candidate_hash="proposer",
+                options=options,
+            )
+            return self.run(request)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def plain_model_options(self) -> dict[str, Any]:
+        """Options that make the CLI answer without tools (where it can restrict them)."""
+        return {"tools": []} if self.tool_restriction is not None else {}
 
     @staticmethod
     def failure_status(text: str, saw_model_turn: bool) -> tuple[str, str]:

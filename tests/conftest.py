@@ -1,0 +1,25 @@
+"""Test-wide set-up: the agent CLIs installed by `make agent-clis` are on PATH."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CLI_BIN = REPO / "agentclis" / "node_modules" / ".bin"
+if CLI_BIN.is_dir():
+    os.environ["PATH"] = f"{CLI_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def require_cli(executable: str) -> str:
+    """The path of an agent CLI; skip when it is missing, unless SKILLTUNE_REQUIRE_CLIS is set (CI)."""
+    path = shutil.which(executable)
+    if path is None:
+        message = f"{executable} is not installed: run `make agent-clis`"
+        if os.environ.get("SKILLTUNE_REQUIRE_CLIS"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
