@@ -121,11 +121,13 @@ def calibrate(
     out: Path | str,
     agent_options: dict[str, Any] | None = None,
     force: bool = False,
+    cache: Path | str | None = None,
+    fresh: bool = False,
 ) -> Calibration:
     """Evaluate ``skill`` with ``reps`` replicates and write ``out/calibration.json``."""
     summary = evaluate(
         suite, skill, agent=agent, split=split, reps=reps, seed=seed, workers=workers, out=out,
-        agent_options=agent_options, force=force,
+        agent_options=agent_options, force=force, cache=cache, fresh=fresh,
     )  # fmt: skip
     out = Path(out)
     values: dict[str, list[float]] = {}

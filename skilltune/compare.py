@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from skilltune.agents import get_backend, parse_agent_options
+from skilltune.cache import RolloutCache
 from skilltune.errors import UsageError
 from skilltune.evaluate import make_jobs, prepare_out
 from skilltune.execute import Executor, make_executor
@@ -167,6 +168,8 @@ def compare(
     force: bool = False,
     retry: RetryPolicy | None = None,
     on_record: Callable[[RolloutRecord, int, int], None] | None = None,
+    cache: Path | str | None = None,
+    fresh: bool = False,
 ) -> Comparison:
     """Run each arm on ``split`` ``reps`` times and write ``out/comparison.json``."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -185,8 +188,9 @@ def compare(
     out = Path(out)
     prepare_out(out, force, suite, ("comparison.json",))
     runner = RolloutRunner(
-        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy()
-    )
+        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy(),
+        cache=RolloutCache(Path(cache)) if cache else None, fresh=fresh,
+    )  # fmt: skip
     executor = make_executor(workers, suite.config.max_concurrency)
     phase: Phase = "test" if split == "test" else "eval"
     recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, on_record)

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from skilltune.agents import get_backend, parse_agent_options
+from skilltune.cache import RolloutCache
 from skilltune.errors import UsageError
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout import (
@@ -146,6 +147,8 @@ def evaluate(
     executor: Executor | None = None,
     retry: RetryPolicy | None = None,
     on_record: Callable[[RolloutRecord, int, int], None] | None = None,
+    cache: Path | str | None = None,
+    fresh: bool = False,
 ) -> EvalSummary:
     """Roll out ``skill`` (None: no skill) on every task of ``split``, ``reps`` times; write summary.json."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -157,8 +160,9 @@ def evaluate(
     out = Path(out)
     prepare_out(out, force, suite)
     runner = RolloutRunner(
-        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy()
-    )
+        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy(),
+        cache=RolloutCache(Path(cache)) if cache else None, fresh=fresh,
+    )  # fmt: skip
     executor = executor or make_executor(workers, suite.config.max_concurrency)
     t0 = time.monotonic()
     records: list[RolloutRecord] = []

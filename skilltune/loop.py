@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
 from skilltune.alpha import RunAlpha
 from skilltune.budget import Budget, BudgetExhausted, Plan
+from skilltune.cache import RolloutCache
 from skilltune.compare import Comparison, build_comparison
 from skilltune.errors import SkilltuneError
 from skilltune.execute import Executor, make_executor
@@ -132,6 +133,7 @@ class Trainer:
         self.progress = RunProgress(tag=c.tag, max_steps=c.total_steps)
         self.seed: Candidate | None = None
         self.repo: SkillRepo | None = None
+        self.cache = RolloutCache(Path(c.cache)) if c.cache else None
 
     # --- small services --------------------------------------------------------------------------
     def rng(self, *purpose: object) -> random.Random:
@@ -198,8 +200,9 @@ class Trainer:
         Returns (record, folder) pairs in canonical (candidate, task, replicate) order.
         """
         runner = RolloutRunner(
-            suite=self.suite, backend=self.backend, options=self.options, out=out, retry=self.retry
-        )
+            suite=self.suite, backend=self.backend, options=self.options, out=out, retry=self.retry,
+            cache=self.cache, fresh=self.config.fresh,
+        )  # fmt: skip
         by_key = {(j.cand12, j.task.id, j.replicate): j for j in jobs}
         records: Records = []
         todo = []

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.cache import RolloutCache, rollout_key
 from skilltune.errors import ScoringError, SkilltuneError
 from skilltune.score.base import Score
 from skilltune.skill import Candidate
@@ -76,6 +77,7 @@ class RolloutRecord(BaseModel):
     attempts: int = 1
     started_at: str
     files: RolloutFiles = Field(default_factory=RolloutFiles)
+    cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
 
     @property
     def scored(self) -> bool:
@@ -139,6 +141,8 @@ class RolloutRunner:
     keep_workspaces: bool = False
     # Called with the finished baseline, before the agent starts (smoke's leak audit).
     on_baseline: Callable[[RolloutJob, Path], None] | None = None
+    cache: RolloutCache | None = None
+    fresh: bool = False  # run even when the cache holds this rollout (results are still stored)
 
     @property
     def options_hash(self) -> str:
@@ -162,8 +166,28 @@ class RolloutRunner:
             return None
         return record
 
+    def cache_key(self, job: RolloutJob) -> str:
+        candidate = job.candidate.hash if job.candidate else NO_SKILL
+        task_hash = self.suite.task_hash(job.task)
+        return rollout_key(
+            candidate, task_hash, job.replicate, job.seed, self.options_hash, self.suite.contract_hash
+        )
+
     def run(self, job: RolloutJob) -> RolloutRecord:
         folder = rollout_dir(self.out, job)
+        key = self.cache_key(job) if self.cache is not None else ""
+        if self.cache is not None and not self.fresh:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            if self.cache.fetch(key, folder, job.phase):
+                record = load_record(folder)
+                if record is not None:
+                    return record
+        record = self._run(job, folder)
+        if self.cache is not None:
+            self.cache.store(key, folder, record.status)
+        return record
+
+    def _run(self, job: RolloutJob, folder: Path) -> RolloutRecord:
         if folder.exists():
             shutil.rmtree(folder)  # a partial rollout from a killed process: start it over
         folder.mkdir(parents=True)
@@ -177,6 +201,7 @@ class RolloutRunner:
         attempts = 0
         infra_errors = 0
         harness_failures = 0
+        stalls = 0
         while True:
             attempts += 1
             if workspace is not None:
@@ -195,6 +220,12 @@ class RolloutRunner:
                 if harness_failures >= 2:
                     break
                 continue  # a failure of our own gets one more try, whatever the infra budget
+            if result.stalled:
+                stalls += 1
+                if stalls < 2:
+                    continue  # a stuck agent (killed with its group) is requeued once
+                crash = f"the agent stalled twice (no liveness): {result.reason}"
+                break
             if result.status != "infra_error":
                 break
             infra_errors += 1
@@ -248,6 +279,8 @@ class RolloutRunner:
         if result is None:
             status, reason = "crashed", f"the harness lost this rollout twice:\n{crash}"
             result = AgentResult(status="infra_error", reason=reason)
+        elif result.stalled:
+            status, reason = "crashed", crash or "the agent stalled"
         else:
             status, reason = result.status, result.reason
         diff = workspace.diff() if crash is None else ""

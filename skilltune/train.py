@@ -86,6 +86,8 @@ class TrainConfig(BaseModel):
     patience: int = Field(default=5, ge=1)
     slow_update_sample: int = Field(default=6, ge=1)
     evidence_from: str | None = None
+    cache: str | None = Field(default=None, description="a rollout cache folder shared between runs")
+    fresh: bool = Field(default=False, description="run rollouts even when the shared cache holds them")
 
     @property
     def total_steps(self) -> int:
@@ -225,7 +227,11 @@ def train(
     Everything is checked before anything is written. Refuses an existing run
     directory unless ``force`` (then it starts over).
     """
-    for key in ("runs_dir", "evidence_from"):  # config.json holds absolute paths: resume works from anywhere
+    for key in (
+        "runs_dir",
+        "evidence_from",
+        "cache",
+    ):  # config.json holds absolute paths: resume works from anywhere
         if settings.get(key):
             settings[key] = str(Path(settings[key]).resolve())
     config = make_config(

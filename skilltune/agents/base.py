@@ -83,6 +83,7 @@ class AgentResult(BaseModel):
     cost_estimated: bool = False
     turns: int | None = None
     output_file: Path | None = Field(default=None, exclude=True)
+    stalled: bool = False  # the liveness check fired: the harness requeues the rollout once
 
 
 class BackendCheck(BaseModel):

@@ -35,9 +35,23 @@ class ProcessOutcome:
     last_output_s: float = field(default=0.0)  # seconds since start of the last stdout line
 
 
+_LIVE: set[int] = set()  # process groups of agents still running (for reap_orphans)
+_LIVE_LOCK = threading.Lock()
+
+
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def reap_orphans() -> int:
+    """Kill every agent process group this process started that is still alive; how many there were."""
+    with _LIVE_LOCK:
+        groups = list(_LIVE)
+        _LIVE.clear()
+    for pgid in groups:
+        kill_group(pgid)
+    return len(groups)
 
 
 def run_agent_process(
@@ -67,6 +81,8 @@ def run_agent_process(
         if stderr_path:
             stderr_file.close()  # type: ignore[union-attr]
         return ProcessOutcome(None, [], str(exc), 0.0, started=False, error=f"{type(exc).__name__}: {exc}")
+    with _LIVE_LOCK:
+        _LIVE.add(proc.pid)
     lines: list[str] = []
     last = [time.monotonic()]
     mirror = stdout_path.open("w", encoding="utf-8") if stdout_path else None
@@ -105,6 +121,8 @@ def run_agent_process(
                     break
     finally:
         kill_group(proc.pid, signal.SIGKILL)  # whatever the agent left behind in its group
+        with _LIVE_LOCK:
+            _LIVE.discard(proc.pid)
         reader.join(timeout=GRACE_S)
         if mirror is not None:
             mirror.close()

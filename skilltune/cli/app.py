@@ -128,3 +128,12 @@ class progress_bar:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+CacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache", help="A rollout cache folder shared between runs (finished rollouts are reused)."
+    ),
+]
+FreshOpt = Annotated[bool, typer.Option("--fresh", help="Run rollouts even when the cache holds them.")]

@@ -9,7 +9,18 @@ import typer
 from rich.table import Table
 
 from skilltune import meta_eval
-from skilltune.cli.app import AgentOpt, AgentOpts, SuiteArg, app, guarded, out, parse_agent_opts, progress_bar
+from skilltune.cli.app import (
+    AgentOpt,
+    AgentOpts,
+    CacheOpt,
+    FreshOpt,
+    SuiteArg,
+    app,
+    guarded,
+    out,
+    parse_agent_opts,
+    progress_bar,
+)
 from skilltune.compare import Comparison
 from skilltune.compare import compare as skilltune_compare
 from skilltune.errors import UsageError
@@ -72,6 +83,8 @@ def compare(
     ] = None,
     agent_opt: AgentOpts = None,
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    cache: CacheOpt = None,
+    fresh: FreshOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
@@ -101,6 +114,8 @@ def compare(
             agent_options=parse_agent_opts(agent_opt),
             force=force,
             on_record=report,
+            cache=cache,
+            fresh=fresh,
         )
     print_comparison(comparison)
     phase = "test" if split == "test" else "eval"

@@ -13,6 +13,8 @@ from skilltune.calibrate import calibrate as skilltune_calibrate
 from skilltune.cli.app import (
     AgentOpt,
     AgentOpts,
+    CacheOpt,
+    FreshOpt,
     SuiteArg,
     app,
     err,
@@ -66,6 +68,8 @@ def run(
     ] = None,
     agent_opt: AgentOpts = None,
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    cache: CacheOpt = None,
+    fresh: FreshOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
@@ -88,6 +92,8 @@ def run(
             agent_options=parse_agent_opts(agent_opt),
             force=force,
             on_record=report,
+            cache=cache,
+            fresh=fresh,
         )
     print_summary(summary)
     out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
@@ -192,6 +198,8 @@ def calibrate(
     ] = None,
     agent_opt: AgentOpts = None,
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    cache: CacheOpt = None,
+    fresh: FreshOpt = False,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
     if (skill is None) == (not no_skill):
@@ -203,7 +211,7 @@ def calibrate(
     target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
     result = skilltune_calibrate(
         loaded, candidate, agent=agent, split=split, reps=reps, seed=seed, workers=workers, metric=metric,
-        out=target, agent_options=parse_agent_opts(agent_opt), force=force,
+        out=target, agent_options=parse_agent_opts(agent_opt), force=force, cache=cache, fresh=fresh,
     )  # fmt: skip
     table = Table(
         title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"

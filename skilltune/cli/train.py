@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import AgentOpts, SuiteArg, app, clip, err, guarded, out, parse_agent_opts
+from skilltune.cli.app import AgentOpts, CacheOpt, SuiteArg, app, clip, err, guarded, out, parse_agent_opts
 from skilltune.cli.compare import print_comparison
 from skilltune.errors import UsageError
 from skilltune.progress import LiveReporter, PlainReporter, Reporter, fmt
@@ -156,6 +156,10 @@ def train(
         list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Start over if the tag exists.")] = False,
+    cache: CacheOpt = None,
+    fresh: Annotated[
+        bool | None, typer.Option("--fresh/--no-fresh", help="Run rollouts even when --cache holds them.")
+    ] = None,
     resume_run: Annotated[
         bool, typer.Option("--resume", help="Continue the run under this tag (as skilltune resume).")
     ] = False,
@@ -194,6 +198,8 @@ def train(
         workers=workers,
         runs_dir=runs_dir,
         evidence_from=evidence_from,
+        cache=cache,
+        fresh=fresh,
     )
     settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
     settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from skilltune.agents.process import reap_orphans
 from skilltune.rollout import RolloutJob, RolloutRecord, RolloutRunner
 
 
@@ -19,6 +20,14 @@ class LocalExecutor:
         self.workers = workers
 
     def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Iterator[RolloutRecord]:
+        """Yield records as they finish; closing the iterator early cancels the jobs not yet started
+        (those running finish and are kept). Orphaned agent process groups are reaped at the end."""
+        try:
+            yield from self._map(jobs, runner)
+        finally:
+            reap_orphans()
+
+    def _map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Iterator[RolloutRecord]:
         if self.workers == 1:
             for job in jobs:
                 yield runner.run(job)

@@ -1,0 +1,165 @@
+"""Executors and liveness: stuck agents, wall limits, orphan reaping, the rollout cache."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from skilltune.agents import AGENTS, AgentRequest, AgentResult, Message
+from skilltune.agents.cli import CLIBackend
+from skilltune.agents.process import _LIVE, ProcessOutcome, reap_orphans
+from skilltune.evaluate import evaluate
+from skilltune.rollout import RetryPolicy
+from tests.helpers import write_suite
+
+STAND_IN = Path(__file__).parent / "stand_ins" / "agent.py"
+
+
+class StandInAgent(CLIBackend):
+    """A real subprocess agent (tests/stand_ins/agent.py) registered like any backend."""
+
+    name = "stand-in"
+    executable = sys.executable
+    marker: ClassVar[str] = ""
+    counter: ClassVar[Path] = Path("/dev/null")
+
+    def command(self, request: AgentRequest, home: Path) -> list[str]:
+        return [
+            sys.executable,
+            str(STAND_IN),
+            str(request.task.field("stand_in")),
+            self.marker,
+            str(self.counter),
+        ]
+
+    def interpret(
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+    ) -> AgentResult:
+        said = [
+            Message(role="assistant", content=str(e["text"])) for e in events if e.get("type") == "assistant"
+        ]
+        final = next((str(e["text"]) for e in reversed(events) if e.get("type") == "result"), "")
+        status = "ok" if outcome.returncode == 0 else "task_failed"
+        return AgentResult(status=status, final_text=final, events=events, messages=said, turns=len(said))
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Iterator[type[StandInAgent]]:
+    StandInAgent.marker = f"skilltune-test-{uuid.uuid4().hex}"
+    StandInAgent.counter = tmp_path / "runs.txt"
+    AGENTS.register("stand-in", StandInAgent)
+    try:
+        yield StandInAgent
+    finally:
+        AGENTS.unregister("stand-in")
+        subprocess.run(["pkill", "-f", StandInAgent.marker], check=False)
+
+
+def _suite(tmp_path: Path, mode: str) -> Path:
+    task = {
+        "id": "t",
+        "prompt": "say hello",
+        "stand_in": mode,
+        "scoring": {"mode": "command", "command": "test -f hello.txt"},
+    }
+    return write_suite(tmp_path / f"suite-{mode}", [dict(task, id="train-t")], [task])
+
+
+def _alive(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False).returncode == 0
+
+
+def _record(out: Path) -> dict[str, Any]:
+    (path,) = list(out.glob("rollouts/eval/*/*/record.json"))
+    return dict(json.loads(path.read_text()))
+
+
+def test_a_stuck_agent_is_killed_with_its_group_and_requeued_once(
+    tmp_path: Path, stand_in: type[StandInAgent]
+) -> None:
+    out = tmp_path / "out"
+    evaluate(
+        _suite(tmp_path, "hang"),
+        None,
+        agent="stand-in",
+        out=out,
+        agent_options={"stall_s": 1.0, "wall_limit_s": 60},
+    )
+    record = _record(out)
+    assert record["status"] == "crashed"
+    assert "stalled twice" in record["reason"]
+    assert record["attempts"] == 2
+    assert stand_in.counter.read_text().split() == ["hang", "hang"]  # requeued exactly once
+    assert record["score"] is None
+    time.sleep(0.2)
+    assert not _alive(stand_in.marker), "a child of the stuck agent survived"
+
+
+def test_a_timeout_kills_the_group_and_is_scored_as_it_stands(
+    tmp_path: Path, stand_in: type[StandInAgent]
+) -> None:
+    out = tmp_path / "out"
+    evaluate(
+        _suite(tmp_path, "busy"),
+        None,
+        agent="stand-in",
+        out=out,
+        agent_options={"stall_s": 30.0, "wall_limit_s": 1.5},
+    )
+    record = _record(out)
+    assert record["status"] == "timeout"
+    assert record["score"] is not None and record["score"]["hard"] == 0  # scored as it stands: no hello.txt
+    assert record["attempts"] == 1
+    time.sleep(0.2)
+    assert not _alive(stand_in.marker)
+
+
+def test_cache_hits_skip_work(tmp_path: Path, stand_in: type[StandInAgent]) -> None:
+    suite = _suite(tmp_path, "ok")
+    cache = tmp_path / "cache"
+    first = evaluate(suite, None, agent="stand-in", out=tmp_path / "a", reps=2, cache=cache)
+    assert first.hard_acc == 1.0
+    assert len(stand_in.counter.read_text().split()) == 2
+    second = evaluate(suite, None, agent="stand-in", out=tmp_path / "b", reps=2, cache=cache)
+    assert len(stand_in.counter.read_text().split()) == 2  # nothing ran again
+    assert second.per_task == first.per_task
+    records = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")]
+    assert all(r["cached_from"] for r in records)
+    assert all(
+        (p.parent / "diff.patch").is_file() for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")
+    )
+    evaluate(suite, None, agent="stand-in", out=tmp_path / "c", reps=2, cache=cache, fresh=True)
+    assert len(stand_in.counter.read_text().split()) == 4  # --fresh runs them again
+    evaluate(suite, None, agent="stand-in", out=tmp_path / "d", reps=3, cache=cache)
+    assert len(stand_in.counter.read_text().split()) == 5  # only the new replicate runs
+
+
+def test_infra_errors_and_crashes_are_never_cached(tmp_path: Path) -> None:
+    from tests.helpers import rule_task
+
+    suite = write_suite(
+        tmp_path / "s", [rule_task("t", ["x"])], [rule_task("v", ["x"], mock_infra_errors=99)]
+    )
+    cache = tmp_path / "cache"
+    no_wait = RetryPolicy(max_attempts=1, base_s=0, cap_s=0)
+    evaluate(suite, None, out=tmp_path / "a", cache=cache, retry=no_wait)
+    assert not list(cache.rglob("record.json"))
+
+
+def test_reap_orphans_kills_registered_groups() -> None:
+    marker = f"skilltune-orphan-{uuid.uuid4().hex}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import time; time.sleep(300)  # {marker}"], start_new_session=True
+    )
+    _LIVE.add(proc.pid)
+    assert reap_orphans() >= 1
+    proc.wait(timeout=10)
+    assert not _alive(marker)
