@@ -13,7 +13,7 @@ CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements/ci.txt -e '.[dev,api]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements/ci.txt -e '.[dev,api,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

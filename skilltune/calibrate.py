@@ -123,11 +123,14 @@ def calibrate(
     force: bool = False,
     cache: Path | str | None = None,
     fresh: bool = False,
+    executor_kind: str = "local",
+    ray_address: str | None = None,
 ) -> Calibration:
     """Evaluate ``skill`` with ``reps`` replicates and write ``out/calibration.json``."""
     summary = evaluate(
         suite, skill, agent=agent, split=split, reps=reps, seed=seed, workers=workers, out=out,
         agent_options=agent_options, force=force, cache=cache, fresh=fresh,
+        executor_kind=executor_kind, ray_address=ray_address,
     )  # fmt: skip
     out = Path(out)
     values: dict[str, list[float]] = {}

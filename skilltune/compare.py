@@ -170,6 +170,8 @@ def compare(
     on_record: Callable[[RolloutRecord, int, int], None] | None = None,
     cache: Path | str | None = None,
     fresh: bool = False,
+    executor_kind: str = "local",
+    ray_address: str | None = None,
 ) -> Comparison:
     """Run each arm on ``split`` ``reps`` times and write ``out/comparison.json``."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -191,7 +193,7 @@ def compare(
         suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy(),
         cache=RolloutCache(Path(cache)) if cache else None, fresh=fresh,
     )  # fmt: skip
-    executor = make_executor(workers, suite.config.max_concurrency)
+    executor = make_executor(workers, suite.config.max_concurrency, executor_kind, ray_address)
     phase: Phase = "test" if split == "test" else "eval"
     recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, on_record)
     comparison = build_comparison(suite, split, backend.name, reps, metric, recs)

@@ -149,6 +149,8 @@ def evaluate(
     on_record: Callable[[RolloutRecord, int, int], None] | None = None,
     cache: Path | str | None = None,
     fresh: bool = False,
+    executor_kind: str = "local",
+    ray_address: str | None = None,
 ) -> EvalSummary:
     """Roll out ``skill`` (None: no skill) on every task of ``split``, ``reps`` times; write summary.json."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -163,7 +165,7 @@ def evaluate(
         suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy(),
         cache=RolloutCache(Path(cache)) if cache else None, fresh=fresh,
     )  # fmt: skip
-    executor = executor or make_executor(workers, suite.config.max_concurrency)
+    executor = executor or make_executor(workers, suite.config.max_concurrency, executor_kind, ray_address)
     t0 = time.monotonic()
     records: list[RolloutRecord] = []
     for record in executor.map(jobs, runner):

@@ -119,7 +119,9 @@ class Trainer:
         self.options: AgentOptions = parse_agent_options(self.backend, config.agent_options)
         self.proposer: Proposer = make_proposer(config.proposer, self.suite, config.proposer_options)
         self.make_gate(0.05)  # an unknown gate or gate option is bad input, found before anything runs
-        self.executor = executor or make_executor(config.workers, self.suite.config.max_concurrency)
+        self.executor = executor or make_executor(
+            config.workers, self.suite.config.max_concurrency, config.executor, config.ray_address
+        )
         c = config
         self.edit_budget = EditBudget(
             c.edit_budget.schedule, c.edit_budget.start, c.edit_budget.end, c.total_steps

@@ -87,6 +87,8 @@ class TrainConfig(BaseModel):
     slow_update_sample: int = Field(default=6, ge=1)
     evidence_from: str | None = None
     cache: str | None = Field(default=None, description="a rollout cache folder shared between runs")
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
     fresh: bool = Field(default=False, description="run rollouts even when the shared cache holds them")
 
     @property

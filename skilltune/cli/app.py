@@ -137,3 +137,9 @@ CacheOpt = Annotated[
     ),
 ]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Run rollouts even when the cache holds them.")]
+ExecutorOpt = Annotated[
+    str, typer.Option("--executor", help="Where rollouts run: local (worker threads) or ray.")
+]
+RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="A Ray cluster to join (default: a local instance).")
+]

@@ -13,7 +13,9 @@ from skilltune.cli.app import (
     AgentOpt,
     AgentOpts,
     CacheOpt,
+    ExecutorOpt,
     FreshOpt,
+    RayAddressOpt,
     SuiteArg,
     app,
     guarded,
@@ -85,6 +87,8 @@ def compare(
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
@@ -116,6 +120,8 @@ def compare(
             on_record=report,
             cache=cache,
             fresh=fresh,
+            executor_kind=executor,
+            ray_address=ray_address,
         )
     print_comparison(comparison)
     phase = "test" if split == "test" else "eval"

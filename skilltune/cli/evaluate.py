@@ -14,7 +14,9 @@ from skilltune.cli.app import (
     AgentOpt,
     AgentOpts,
     CacheOpt,
+    ExecutorOpt,
     FreshOpt,
+    RayAddressOpt,
     SuiteArg,
     app,
     err,
@@ -70,6 +72,8 @@ def run(
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
@@ -94,6 +98,8 @@ def run(
             on_record=report,
             cache=cache,
             fresh=fresh,
+            executor_kind=executor,
+            ray_address=ray_address,
         )
     print_summary(summary)
     out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
@@ -200,6 +206,8 @@ def calibrate(
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
     if (skill is None) == (not no_skill):
@@ -212,6 +220,7 @@ def calibrate(
     result = skilltune_calibrate(
         loaded, candidate, agent=agent, split=split, reps=reps, seed=seed, workers=workers, metric=metric,
         out=target, agent_options=parse_agent_opts(agent_opt), force=force, cache=cache, fresh=fresh,
+        executor_kind=executor, ray_address=ray_address,
     )  # fmt: skip
     table = Table(
         title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"

@@ -157,6 +157,10 @@ def train(
     ] = None,
     force: Annotated[bool, typer.Option(help="Start over if the tag exists.")] = False,
     cache: CacheOpt = None,
+    executor: Annotated[str | None, typer.Option(help="Where rollouts run: local (default) or ray.")] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="A Ray cluster to join (default: a local one).")
+    ] = None,
     fresh: Annotated[
         bool | None, typer.Option("--fresh/--no-fresh", help="Run rollouts even when --cache holds them.")
     ] = None,
@@ -200,6 +204,8 @@ def train(
         evidence_from=evidence_from,
         cache=cache,
         fresh=fresh,
+        executor=executor,
+        ray_address=ray_address,
     )
     settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
     settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)

@@ -1,0 +1,219 @@
+"""Throughput benchmark: harness overhead per rollout, parallel efficiency, local vs Ray.
+
+    .venv/bin/python benchmarks/throughput.py          # about 2 minutes
+    .venv/bin/python benchmarks/throughput.py --no-ray
+
+(1) Overhead: the median wall time of one rollout minus the agent's own time
+    (workspace, task files, skill placement, baseline commit, diff, scoring and the
+    record files), with the mock agent, one rollout at a time; and where it goes.
+(2) Parallel efficiency: a stand-in agent that sleeps 2 s, 2 x N rollouts at N
+    workers for N = 1, 2, 4, 8, 16; efficiency = ideal wall / measured wall.
+(3) Local vs Ray: the same rollouts (the mock agent, no sleep) through local worker
+    threads and through a local Ray instance (started before timing); the time a
+    rollout costs, amortised over the workers, and what Ray adds.
+
+Writes benchmarks/results/throughput.json and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from skilltune import rollout as rollout_module  # noqa: E402
+from skilltune import workspace as workspace_module  # noqa: E402
+from skilltune.agents import AgentRequest, AgentResult  # noqa: E402
+from skilltune.agents.mock import MockAgent, MockOptions  # noqa: E402
+from skilltune.execute import LocalExecutor  # noqa: E402
+from skilltune.rollout import RolloutJob, RolloutRunner, jobs_for  # noqa: E402
+from skilltune.skill import load_skill  # noqa: E402
+from skilltune.suite import load_suite  # noqa: E402
+
+SUITE = ROOT / "examples" / "mock-demo" / "suite"
+SKILL = ROOT / "examples" / "mock-demo" / "skill"
+SLEEP_S = 2.0
+WORKERS = (1, 2, 4, 8, 16)
+PARTS: dict[str, list[float]] = defaultdict(list)
+
+
+class TimedMock(MockAgent):
+    """The mock agent, timing itself so the harness's share can be separated out."""
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        t0 = time.perf_counter()
+        try:
+            return super().run(request)
+        finally:
+            PARTS["agent"].append(time.perf_counter() - t0)
+
+
+def _timed(owner: Any, name: str, part: str) -> None:
+    original: Callable[..., Any] = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            PARTS[part].append(time.perf_counter() - t0)
+
+    setattr(owner, name, wrapper)
+
+
+def overhead(rollouts: int) -> dict[str, Any]:
+    suite = load_suite(SUITE)
+    skill = load_skill(SKILL)
+    _timed(workspace_module.Workspace, "create", "workspace")
+    _timed(workspace_module.Workspace, "commit_baseline", "baseline commit")
+    _timed(workspace_module.Workspace, "diff", "diff")
+    _timed(workspace_module.Workspace, "cleanup", "cleanup")
+    _timed(rollout_module, "place_skill", "skill placement")
+    _timed(type(suite), "prepare", "task files")
+    totals, harness = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = RolloutRunner(suite=suite, backend=TimedMock(), options=MockOptions(), out=Path(tmp))
+        tasks = suite.tasks("train")
+        for i in range(rollouts):
+            before = len(PARTS["agent"])
+            t0 = time.perf_counter()
+            runner.run(RolloutJob(tasks[i % len(tasks)], "eval", skill, i, 0))
+            total = time.perf_counter() - t0
+            agent = sum(PARTS["agent"][before:])
+            totals.append(total)
+            harness.append(total - agent)
+    parts = {name: 1000 * statistics.median(values) for name, values in PARTS.items()}
+    known = sum(v for k, v in parts.items() if k != "agent")
+    parts["scoring and records"] = max(0.0, 1000 * statistics.median(harness) - known)
+    return {
+        "rollouts": rollouts,
+        "median_ms": 1000 * statistics.median(harness),
+        "p90_ms": 1000 * sorted(harness)[int(0.9 * len(harness))],
+        "parts_ms": parts,
+    }
+
+
+def _run_all(executor: Any, jobs: list[RolloutJob], runner: RolloutRunner) -> float:
+    t0 = time.perf_counter()
+    for _ in executor.map(jobs, runner):
+        pass
+    return time.perf_counter() - t0
+
+
+def efficiency() -> list[dict[str, Any]]:
+    suite = load_suite(SUITE)
+    skill = load_skill(SKILL)
+    tasks = suite.tasks("train") + suite.tasks("val")
+    rows = []
+    for workers in WORKERS:
+        with tempfile.TemporaryDirectory() as tmp:
+            runner = RolloutRunner(
+                suite=suite, backend=MockAgent(), options=MockOptions(sleep_s=SLEEP_S), out=Path(tmp)
+            )
+            jobs = jobs_for(tasks[: 2 * workers], skill, "eval", 1, 0)
+            wall = _run_all(LocalExecutor(workers), jobs, runner)
+        ideal = len(jobs) * SLEEP_S / workers
+        rows.append(
+            {
+                "workers": workers,
+                "rollouts": len(jobs),
+                "wall_s": wall,
+                "ideal_s": ideal,
+                "efficiency": ideal / wall,
+            }
+        )
+        print(
+            f"  {workers:>2} workers: {wall:.2f} s for {len(jobs)} rollouts (ideal {ideal:.1f} s)",
+            file=sys.stderr,
+        )
+    return rows
+
+
+def local_vs_ray(rollouts: int, workers: int) -> dict[str, Any]:
+    from skilltune.execute.ray import RayExecutor
+
+    suite = load_suite(SUITE)
+    skill = load_skill(SKILL)
+    tasks = suite.tasks("train")
+    jobs = [RolloutJob(tasks[i % len(tasks)], "eval", skill, i, 0) for i in range(rollouts)]
+    ray = RayExecutor(workers)
+    ray._ensure()  # start the local instance before timing
+    out: dict[str, Any] = {"rollouts": rollouts, "workers": workers}
+    try:
+        for name, executor in (("local", LocalExecutor(workers)), ("ray", ray)):
+            with tempfile.TemporaryDirectory() as tmp:
+                runner = RolloutRunner(suite=suite, backend=MockAgent(), options=MockOptions(), out=Path(tmp))
+                _run_all(executor, jobs[: workers * 2], runner)  # warm up (imports, worker processes)
+            with tempfile.TemporaryDirectory() as tmp:
+                runner = RolloutRunner(suite=suite, backend=MockAgent(), options=MockOptions(), out=Path(tmp))
+                wall = _run_all(executor, jobs, runner)
+            out[name] = {"wall_s": wall, "ms_per_rollout": 1000 * wall * workers / rollouts}
+    finally:
+        ray.shutdown()
+    out["ray_adds_ms"] = out["ray"]["ms_per_rollout"] - out["local"]["ms_per_rollout"]
+    return out
+
+
+def table(result: dict[str, Any]) -> str:
+    o = result["overhead"]
+    lines = [
+        "| measure | figure | target |",
+        "|---|---|---|",
+        f"| harness overhead per rollout (median of {o['rollouts']}) | {o['median_ms']:.1f} ms (p90 {o['p90_ms']:.1f} ms) | <= 50 ms |",
+    ]
+    for row in result["efficiency"]:
+        target = ">= 90%" if row["workers"] == 8 else ""
+        lines.append(
+            f"| parallel efficiency, {row['workers']} worker(s), 2 s agent | {100 * row['efficiency']:.1f}% "
+            f"({row['wall_s']:.2f} s for {row['rollouts']}) | {target} |"
+        )
+    if "ray" in result:
+        r = result["ray"]
+        lines.append(
+            f"| local, per rollout ({r['workers']} workers, mock agent) | {r['local']['ms_per_rollout']:.1f} ms | |"
+        )
+        lines.append(
+            f"| Ray, per rollout ({r['workers']} workers, mock agent) | {r['ray']['ms_per_rollout']:.1f} ms | |"
+        )
+        lines.append(f"| what Ray adds per rollout | {r['ray_adds_ms']:.1f} ms | <= 50 ms |")
+    parts = ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(o["parts_ms"].items(), key=lambda kv: -kv[1]) if k != "agent"
+    )
+    return "\n".join(lines) + f"\n\nwhere the overhead goes (median ms): {parts}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--rollouts", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "throughput.json")
+    args = parser.parse_args()
+    os.environ.setdefault("SKILLTUNE_WORKSPACES", tempfile.mkdtemp(prefix="skilltune-bench-ws-"))
+    result: dict[str, Any] = {"cpus": os.cpu_count()}
+    result["overhead"] = overhead(args.rollouts)
+    print(f"(1) overhead: median {result['overhead']['median_ms']:.1f} ms", file=sys.stderr)
+    result["efficiency"] = efficiency()
+    if not args.no_ray:
+        result["ray"] = local_vs_ray(args.rollouts, 2)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    print(f"\nJSON: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

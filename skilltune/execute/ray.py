@@ -1,0 +1,196 @@
+"""The Ray executor: the same contract as the local one, on a Ray cluster.
+
+``--executor ray [--ray-address ADDR]``; without an address a local Ray instance is
+started in-process (loopback only). Each job travels as a small picklable spec;
+the worker rebuilds the suite and backend (once per worker process), makes the
+workspace on its own disk, runs the rollout into a scratch folder, and ships the
+record folder's files back; the driver writes them into the run directory, so
+the layout is the same as with local workers. The rollout cache is consulted and
+filled on the driver.
+
+Ray is an optional extra: ``pip install 'skilltune[ray]'``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilltune.errors import UsageError
+from skilltune.rollout import (
+    Phase,
+    RetryPolicy,
+    RolloutJob,
+    RolloutRecord,
+    RolloutRunner,
+    load_record,
+    rollout_dir,
+)
+from skilltune.skill import Candidate
+from skilltune.store import canonical_json, write_text
+
+_INSTALL = "pip install 'skilltune[ray]'"
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """What a worker needs to rebuild the runner (no live objects)."""
+
+    suite: str
+    agent: str
+    options: dict[str, Any]
+    retry: RetryPolicy
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    task_id: str
+    phase: Phase
+    files: dict[str, str] | None  # the candidate's files; None for the no-skill arm
+    main: str
+    kind: str
+    fallback_name: str
+    replicate: int
+    seed: int
+
+    @classmethod
+    def of(cls, job: RolloutJob) -> JobSpec:
+        c = job.candidate
+        return cls(
+            task_id=job.task.id,
+            phase=job.phase,
+            files=dict(c.files) if c else None,
+            main=c.main if c else "",
+            kind=c.kind if c else "folder",
+            fallback_name=c.fallback_name if c else "",
+            replicate=job.replicate,
+            seed=job.seed,
+        )
+
+
+_WORKER_STATE: dict[str, Any] = {}  # per worker process: spec key -> (suite, backend, options)
+
+
+def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]]:
+    """Run one rollout on a Ray worker; return its record and the files of its record folder."""
+    from skilltune.agents import get_backend, parse_agent_options
+    from skilltune.suite import load_suite
+
+    key = canonical_json([spec.suite, spec.agent, spec.options])
+    if key not in _WORKER_STATE:
+        backend = get_backend(spec.agent)
+        _WORKER_STATE[key] = (load_suite(spec.suite), backend, parse_agent_options(backend, spec.options))
+    suite, backend, options = _WORKER_STATE[key]
+    candidate = None
+    if job.files is not None:
+        candidate = Candidate(job.files, job.main, job.kind, job.fallback_name)  # type: ignore[arg-type]
+    scratch = Path(tempfile.mkdtemp(prefix="skilltune-ray-"))
+    try:
+        runner = RolloutRunner(suite=suite, backend=backend, options=options, out=scratch, retry=spec.retry)
+        rollout_job = RolloutJob(suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed)
+        record = runner.run(rollout_job)
+        folder = rollout_dir(scratch, rollout_job)
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        return record.model_dump_json(), files
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class RayExecutor:
+    def __init__(self, workers: int = 4, address: str | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError(f"--executor ray needs Ray: {_INSTALL}") from None
+        self.ray = ray
+        self.workers = workers
+        self.address = address
+        self._remote: Any = None
+
+    def _ensure(self) -> None:
+        ray = self.ray
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False)
+            else:
+                # Keep every socket of the local instance on loopback (ENV-NOTES: without this Ray
+                # binds the machine's other addresses and ignores a requested node IP).
+                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+                ray.init(
+                    num_cpus=self.workers,
+                    include_dashboard=False,
+                    ignore_reinit_error=True,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+        if self._remote is None:
+            self._remote = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
+
+    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Iterator[RolloutRecord]:
+        self._ensure()
+        ray = self.ray
+        spec = RunnerSpec(
+            suite=str(Path(runner.suite.source).resolve()),
+            agent=runner.backend.name,
+            options=runner.options.model_dump(mode="json"),
+            retry=runner.retry,
+        )
+        todo = []
+        for job in jobs:
+            folder = rollout_dir(runner.out, job)
+            if runner.cache is not None and not runner.fresh:
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                if runner.cache.fetch(runner.cache_key(job), folder, job.phase):
+                    cached = load_record(folder)
+                    if cached is not None:
+                        yield cached
+                        continue
+            todo.append(job)
+        queue = iter(todo)
+        pending: dict[Any, RolloutJob] = {}
+        try:
+            for job in queue:
+                pending[self._remote.remote(spec, JobSpec.of(job))] = job
+                if len(pending) >= self.workers * 2:
+                    break
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    job = pending.pop(ref)
+                    record_json, files = ray.get(ref)
+                    yield self._land(runner, job, record_json, files)
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending[self._remote.remote(spec, JobSpec.of(nxt))] = nxt
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+    @staticmethod
+    def _land(
+        runner: RolloutRunner, job: RolloutJob, record_json: str, files: dict[str, bytes]
+    ) -> RolloutRecord:
+        """Write a shipped record folder into the run directory (record.json last)."""
+        folder = rollout_dir(runner.out, job)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for rel, data in sorted(files.items()):
+            if rel == "record.json":
+                continue
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        write_text(folder / "record.json", files.get("record.json", record_json.encode()).decode("utf-8"))
+        record = RolloutRecord.model_validate_json(record_json)
+        if runner.cache is not None:
+            runner.cache.store(runner.cache_key(job), folder, record.status)
+        return record
+
+    def shutdown(self) -> None:
+        if self.ray.is_initialized() and not self.address:
+            self.ray.shutdown()
