@@ -8,9 +8,10 @@
     record files), with the mock agent, one rollout at a time; and where it goes.
 (2) Parallel efficiency: a stand-in agent that sleeps 2 s, 2 x N rollouts at N
     workers for N = 1, 2, 4, 8, 16; efficiency = ideal wall / measured wall.
-(3) Local vs Ray: the same rollouts (the mock agent, no sleep) through local worker
-    threads and through a local Ray instance (started before timing); the time a
-    rollout costs, amortised over the workers, and what Ray adds.
+(3) Local vs Ray: the same rollouts of the 2 s stand-in agent at 8 workers through
+    local worker threads and through a local Ray instance (started and warmed up
+    before timing); what Ray adds per rollout = (Ray wall - local wall) x workers /
+    rollouts.
 
 Writes benchmarks/results/throughput.json and prints the table.
 """
@@ -38,7 +39,7 @@ from skilltune import workspace as workspace_module  # noqa: E402
 from skilltune.agents import AgentRequest, AgentResult  # noqa: E402
 from skilltune.agents.mock import MockAgent, MockOptions  # noqa: E402
 from skilltune.execute import LocalExecutor  # noqa: E402
-from skilltune.rollout import RolloutJob, RolloutRunner, jobs_for  # noqa: E402
+from skilltune.rollout import RolloutJob, RolloutRunner  # noqa: E402
 from skilltune.skill import load_skill  # noqa: E402
 from skilltune.suite import load_suite  # noqa: E402
 
@@ -113,17 +114,21 @@ def _run_all(executor: Any, jobs: list[RolloutJob], runner: RolloutRunner) -> fl
     return time.perf_counter() - t0
 
 
+def _jobs(suite: Any, skill: Any, count: int) -> list[RolloutJob]:
+    tasks = suite.tasks("train")
+    return [RolloutJob(tasks[i % len(tasks)], "eval", skill, i, 0) for i in range(count)]
+
+
 def efficiency() -> list[dict[str, Any]]:
     suite = load_suite(SUITE)
     skill = load_skill(SKILL)
-    tasks = suite.tasks("train") + suite.tasks("val")
     rows = []
     for workers in WORKERS:
         with tempfile.TemporaryDirectory() as tmp:
             runner = RolloutRunner(
                 suite=suite, backend=MockAgent(), options=MockOptions(sleep_s=SLEEP_S), out=Path(tmp)
             )
-            jobs = jobs_for(tasks[: 2 * workers], skill, "eval", 1, 0)
+            jobs = _jobs(suite, skill, 2 * workers)
             wall = _run_all(LocalExecutor(workers), jobs, runner)
         ideal = len(jobs) * SLEEP_S / workers
         rows.append(
@@ -147,23 +152,23 @@ def local_vs_ray(rollouts: int, workers: int) -> dict[str, Any]:
 
     suite = load_suite(SUITE)
     skill = load_skill(SKILL)
-    tasks = suite.tasks("train")
-    jobs = [RolloutJob(tasks[i % len(tasks)], "eval", skill, i, 0) for i in range(rollouts)]
+    jobs = _jobs(suite, skill, rollouts)
     ray = RayExecutor(workers)
     ray._ensure()  # start the local instance before timing
-    out: dict[str, Any] = {"rollouts": rollouts, "workers": workers}
+    out: dict[str, Any] = {"rollouts": rollouts, "workers": workers, "agent_s": SLEEP_S}
     try:
         for name, executor in (("local", LocalExecutor(workers)), ("ray", ray)):
-            with tempfile.TemporaryDirectory() as tmp:
+            with tempfile.TemporaryDirectory() as tmp:  # warm up: imports, Ray's worker processes
                 runner = RolloutRunner(suite=suite, backend=MockAgent(), options=MockOptions(), out=Path(tmp))
-                _run_all(executor, jobs[: workers * 2], runner)  # warm up (imports, worker processes)
+                _run_all(executor, _jobs(suite, skill, workers * 2), runner)
             with tempfile.TemporaryDirectory() as tmp:
-                runner = RolloutRunner(suite=suite, backend=MockAgent(), options=MockOptions(), out=Path(tmp))
+                options = MockOptions(sleep_s=SLEEP_S)
+                runner = RolloutRunner(suite=suite, backend=MockAgent(), options=options, out=Path(tmp))
                 wall = _run_all(executor, jobs, runner)
-            out[name] = {"wall_s": wall, "ms_per_rollout": 1000 * wall * workers / rollouts}
+            out[name] = {"wall_s": wall}
     finally:
         ray.shutdown()
-    out["ray_adds_ms"] = out["ray"]["ms_per_rollout"] - out["local"]["ms_per_rollout"]
+    out["ray_adds_ms"] = 1000 * (out["ray"]["wall_s"] - out["local"]["wall_s"]) * workers / rollouts
     return out
 
 
@@ -183,10 +188,8 @@ def table(result: dict[str, Any]) -> str:
     if "ray" in result:
         r = result["ray"]
         lines.append(
-            f"| local, per rollout ({r['workers']} workers, mock agent) | {r['local']['ms_per_rollout']:.1f} ms | |"
-        )
-        lines.append(
-            f"| Ray, per rollout ({r['workers']} workers, mock agent) | {r['ray']['ms_per_rollout']:.1f} ms | |"
+            f"| {r['rollouts']} rollouts of the 2 s agent at {r['workers']} workers: local / Ray | "
+            f"{r['local']['wall_s']:.2f} s / {r['ray']['wall_s']:.2f} s | |"
         )
         lines.append(f"| what Ray adds per rollout | {r['ray_adds_ms']:.1f} ms | <= 50 ms |")
     parts = ", ".join(
@@ -207,7 +210,7 @@ def main() -> int:
     print(f"(1) overhead: median {result['overhead']['median_ms']:.1f} ms", file=sys.stderr)
     result["efficiency"] = efficiency()
     if not args.no_ray:
-        result["ray"] = local_vs_ray(args.rollouts, 2)
+        result["ray"] = local_vs_ray(32, 8)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))

@@ -110,6 +110,10 @@ class CLIBackend(AgentBackend):
     def command(self, request: AgentRequest, home: Path) -> list[str]:
         """argv of one headless run (the prompt after ``--`` when it is positional)."""
 
+    def stdin_text(self, request: AgentRequest) -> str | None:
+        """Text to write to the CLI's stdin (then closed), for CLIs that read a long prompt there."""
+        return None
+
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
         """Write the CLI's settings into the private HOME (permissions, telemetry off...)."""
 
@@ -159,6 +163,7 @@ class CLIBackend(AgentBackend):
                 stall_s=getattr(options, "stall_s", None),
                 stdout_path=request.log_dir / "agent-stdout.jsonl",
                 stderr_path=request.log_dir / "agent-stderr.log",
+                stdin_text=self.stdin_text(request),
             )
         finally:
             shutil.rmtree(home, ignore_errors=True)
@@ -169,6 +174,7 @@ class CLIBackend(AgentBackend):
         events, noise = parse_jsonl(outcome.stdout_lines)
         result = self.interpret(events, outcome, request)
         result.log_tail = (outcome.stderr_tail + "\n".join(noise[-20:]))[-4000:]
+        result.stalled = outcome.stalled
         saw_model_turn = bool(result.messages) or bool(result.turns)
         if outcome.timed_out or outcome.stalled:
             why = (

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,34 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
+RUN_MARKER = "SKILLTUNE_AGENT_RUN"  # in every agent's environment, inherited by all it starts
+
+
+def kill_marked(token: str) -> int:
+    """Kill the processes whose environment carries ``RUN_MARKER=token``; how many there were.
+
+    They are what an agent started in sessions of their own (opencode spawns its tools
+    ``detached``), which the group kill misses. Linux only (``/proc``); elsewhere a no-op.
+    """
+    needle = f"{RUN_MARKER}={token}".encode()
+    killed = 0
+    for _ in range(3):  # a process may fork while we look
+        found = []
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except (OSError, ValueError):
+                continue
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed += len(found)
+        if not found:
+            break
+    return killed
+
+
 def reap_orphans() -> int:
     """Kill every agent process group this process started that is still alive; how many there were."""
     with _LIVE_LOCK:
@@ -63,16 +92,18 @@ def run_agent_process(
     stall_s: float | None,
     stdout_path: Path | None = None,
     stderr_path: Path | None = None,
+    stdin_text: str | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion or until a limit; never raises for the agent's own failure."""
     t0 = time.monotonic()
+    token = uuid.uuid4().hex
     stderr_file = stderr_path.open("wb") if stderr_path else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
+            env={**env, RUN_MARKER: token},
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr_file,
             start_new_session=True,
@@ -99,6 +130,17 @@ def run_agent_process(
 
     reader = threading.Thread(target=pump, name="skilltune-agent-stdout", daemon=True)
     reader.start()
+    if stdin_text is not None:  # a prompt too long for argv (128 KiB per argument): written, then closed
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError, OSError):
+                proc.stdin.write(stdin_text.encode("utf-8"))
+            with contextlib.suppress(BrokenPipeError, OSError):
+                proc.stdin.close()
+
+        # In a thread: an agent that never reads its stdin must not block the wall limit.
+        threading.Thread(target=feed, name="skilltune-agent-stdin", daemon=True).start()
     timed_out = stalled = False
     try:
         while True:
@@ -121,6 +163,7 @@ def run_agent_process(
                     break
     finally:
         kill_group(proc.pid, signal.SIGKILL)  # whatever the agent left behind in its group
+        kill_marked(token)  # and what it started outside its group
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
         reader.join(timeout=GRACE_S)

@@ -25,7 +25,7 @@ from skilltune.cli.app import (
     parse_agent_opts,
     progress_bar,
 )
-from skilltune.errors import UsageError
+from skilltune.errors import SkilltuneError, UsageError
 from skilltune.evaluate import EvalSummary, evaluate
 from skilltune.progress import fmt
 from skilltune.skill import lint_candidate, load_skill
@@ -153,13 +153,18 @@ def smoke(
 @app.command(epilog="Example: skilltune agents")
 @guarded
 def agents() -> None:
-    """List agent backends: installed or not, version, and how to fix what is missing."""
+    """List agent backends: installed or not, version, what to fix, and what each cannot do."""
     table = Table()
-    for col in ("agent", "installed", "version", "fix"):
-        table.add_column(col)
+    for col in ("agent", "installed", "version", "fix / notes"):
+        table.add_column(col, overflow="fold")
     for name in AGENTS.names():
-        status = get_backend(name).check()
-        table.add_row(name, "yes" if status.installed else "no", status.version or "-", status.fix or "")
+        try:
+            status = get_backend(name).check()
+        except SkilltuneError as exc:  # a broken plug-in is reported, not fatal to the listing
+            table.add_row(name, "error", "-", str(exc))
+            continue
+        notes = "; ".join([*([status.fix] if status.fix else []), *status.notes])
+        table.add_row(name, "yes" if status.installed else "no", status.version or "-", notes)
     out.print(table)
 
 

@@ -47,6 +47,7 @@ class Failure:
     status: int | None = None
     hang_s: float | None = None
     message: str = "scripted failure"
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"retry-after": "0"}: fast CLI retries
 
 
 Scenario = Callable[[ModelRequest], Reply]
@@ -69,10 +70,15 @@ def side_reply(request: ModelRequest) -> Reply:
 class FakeModelServer:
     """``with FakeModelServer(scenario) as server:`` then point a CLI at ``server.url``."""
 
-    def __init__(self, scenario: Scenario, failures: list[Failure] | None = None) -> None:
+    def __init__(
+        self, scenario: Scenario, failures: list[Failure] | None = None, side: Scenario | None = None
+    ) -> None:
+        """``side`` answers requests that offer no tools (default: ``side_reply``); a CLI run as a
+        plain model with no tools (a proposer) needs its scenario there."""
         from tests.fakeserver import anthropic, gemini, openai_chat, openai_responses
 
         self.scenario = scenario
+        self.side = side or side_reply
         self.failures = list(failures or [])
         self.requests: list[ModelRequest] = []
         self.raw: list[dict[str, Any]] = []
@@ -81,7 +87,7 @@ class FakeModelServer:
             (lambda p: "/messages" in p, anthropic),
             (lambda p: p.rstrip("/").endswith("/chat/completions"), openai_chat),
             (lambda p: p.rstrip("/").endswith("/responses"), openai_responses),
-            (lambda p: "generateContent" in p or "countTokens" in p, gemini),
+            (lambda p: "generatecontent" in p.lower() or "counttokens" in p.lower(), gemini),
         ]
         server = self
 
@@ -129,10 +135,12 @@ class FakeModelServer:
                         self.close_connection = True
                         return
                     self._send_json(
-                        failure.status or 500, module.error_body(failure.status or 500, failure.message)
+                        failure.status or 500,
+                        module.error_body(failure.status or 500, failure.message),
+                        failure.headers,
                     )
                     return
-                reply = server.scenario(request) if request.tools else side_reply(request)
+                reply = server.scenario(request) if request.tools else server.side(request)
                 if request.stream:
                     chunks = module.stream(request, reply)
                     self.send_response(200)
@@ -147,9 +155,13 @@ class FakeModelServer:
                 else:
                     self._send_json(200, module.respond(request, reply))
 
-            def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+            def _send_json(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -1,4 +1,11 @@
-"""OpenAI Responses: POST .../responses (codex; always streaming)."""
+"""OpenAI Responses: POST .../responses (codex; always streaming).
+
+A ``ToolCall`` whose arguments are a string becomes a ``custom_tool_call`` (a free-form
+tool: codex's apply_patch takes raw patch text as ``input``); a dict becomes a
+``function_call`` (codex's shell tool: ``exec_command`` with ``{"cmd": ...}``). Their
+results come back as ``custom_tool_call_output`` / ``function_call_output`` items, which
+``tool_results`` counts.
+"""
 
 from __future__ import annotations
 
@@ -91,48 +98,58 @@ def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
     return _response(request, _items(request, reply), "completed")
 
 
+def _started(item: dict[str, Any]) -> dict[str, Any]:
+    """The item as ``response.output_item.added`` shows it: in progress, its payload still empty."""
+    empty = {
+        "message": ("content", []),
+        "function_call": ("arguments", ""),
+        "custom_tool_call": ("input", ""),
+    }
+    key, value = empty.get(item["type"], ("", None))
+    return {**item, "status": "in_progress", **({key: value} if key else {})}
+
+
+def _payload_events(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The delta/done events between an item's ``added`` and ``done`` (the real API's sequence)."""
+    at = {"item_id": item["id"], "output_index": index}
+    if item["type"] == "message":
+        part = item["content"][0]
+        text = part["text"]
+        empty_part = {**part, "text": ""}
+        return [
+            ("response.content_part.added", {**at, "content_index": 0, "part": empty_part}),
+            ("response.output_text.delta", {**at, "content_index": 0, "delta": text}),
+            ("response.output_text.done", {**at, "content_index": 0, "text": text}),
+            ("response.content_part.done", {**at, "content_index": 0, "part": part}),
+        ]
+    if item["type"] == "function_call":
+        args = item["arguments"]
+        return [
+            ("response.function_call_arguments.delta", {**at, "delta": args}),
+            ("response.function_call_arguments.done", {**at, "arguments": args}),
+        ]
+    if item["type"] == "custom_tool_call":
+        raw = item["input"]
+        return [
+            ("response.custom_tool_call_input.delta", {**at, "delta": raw}),
+            ("response.custom_tool_call_input.done", {**at, "input": raw}),
+        ]
+    return []
+
+
 def stream(request: ModelRequest, reply: Reply) -> list[str]:
+    """SSE events in the order the real API sends them, usage in ``response.completed``."""
     items = _items(request, reply)
-    out = [
-        sse(
-            "response.created",
-            {"type": "response.created", "response": _response(request, [], "in_progress")},
-        )
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": _response(request, [], "in_progress")}),
+        ("response.in_progress", {"response": _response(request, [], "in_progress")}),
     ]
     for index, item in enumerate(items):
-        out.append(
-            sse(
-                "response.output_item.added",
-                {"type": "response.output_item.added", "output_index": index, "item": item},
-            )
-        )
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            out.append(
-                sse(
-                    "response.output_text.delta",
-                    {
-                        "type": "response.output_text.delta",
-                        "item_id": item["id"],
-                        "output_index": index,
-                        "content_index": 0,
-                        "delta": text,
-                    },
-                )
-            )
-        out.append(
-            sse(
-                "response.output_item.done",
-                {"type": "response.output_item.done", "output_index": index, "item": item},
-            )
-        )
-    out.append(
-        sse(
-            "response.completed",
-            {"type": "response.completed", "response": _response(request, items, "completed")},
-        )
-    )
-    return out
+        events.append(("response.output_item.added", {"output_index": index, "item": _started(item)}))
+        events += _payload_events(index, item)
+        events.append(("response.output_item.done", {"output_index": index, "item": item}))
+    events.append(("response.completed", {"response": _response(request, items, "completed")}))
+    return [sse(kind, {"type": kind, "sequence_number": n, **data}) for n, (kind, data) in enumerate(events)]
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:

@@ -1,0 +1,396 @@
+"""OpenAI Codex CLI (``codex exec --json``) as a target agent.
+
+One rollout runs::
+
+    codex exec --json --skip-git-repo-check --ephemeral --color never -s workspace-write
+               -C WS -o LOG/codex-last-message.txt [-m MODEL] [EXTRA...] -- PROMPT
+
+with stdin closed and a private ``CODEX_HOME`` (``<private HOME>/.codex``) whose
+``config.toml`` skilltune writes: update checks, analytics, feedback and history
+off; the model's reasoning effort; the skill as ``developer_instructions`` when
+placement is ``system``; and, when the user points codex at an endpoint, a model
+provider for it. The user's own ``config.toml``, skills, rules and sessions never
+reach the agent; only ``auth.json`` (a ``codex login``) is linked in, so a
+logged-in codex keeps working and a refreshed token is written through the link.
+
+Endpoint variables (the user's environment, as with codex itself):
+
+- ``CODEX_BASE_URL`` (codex-specific, wins) or ``OPENAI_BASE_URL``: an OpenAI
+  *Responses* endpoint (codex speaks nothing else), e.g. ``http://host:8000/v1``.
+  It becomes provider ``skilltune-endpoint`` with ``wire_api = "responses"`` and
+  codex's own retries bounded by the ``retries`` option. Its key is read from
+  ``CODEX_API_KEY``, else ``OPENAI_API_KEY``; with neither, the linked
+  ``auth.json`` login is used (``requires_openai_auth``).
+- Neither set: codex's built-in OpenAI provider with its own login or
+  ``CODEX_API_KEY`` / ``OPENAI_API_KEY``.
+
+Levers: codex has no max-turns flag (``max_turns`` is refused: ``wall_limit_s``
+and ``stall_s`` bound a rollout) and cannot restrict its tools to a list
+(``tools`` is refused); what it has is ``sandbox=read-only`` (no writes),
+``shell=false`` (no shell tool: edits through apply_patch only) and
+``web_search=disabled``.
+
+Native placement: a skill folder goes to ``.agents/skills/<name>/`` (codex lists
+its name and description to the model; there is no skill tool, the model reads
+SKILL.md itself); a single instruction file must be ``AGENTS.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, ClassVar, Literal, cast
+
+from pydantic import Field, NonNegativeInt, field_validator
+
+from skilltune.agents.base import (
+    AgentBackend,
+    AgentOptions,
+    AgentRequest,
+    AgentResult,
+    AgentStatus,
+    BackendCheck,
+    Message,
+)
+from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.process import ProcessOutcome
+
+PROVIDER = "skilltune-endpoint"
+LAST_MESSAGE_FILE = "codex-last-message.txt"
+BASE_URL_VARS = ("CODEX_BASE_URL", "OPENAI_BASE_URL")
+KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
+_TOOL_OUTPUT_CHARS = 2000
+
+# codex's own wording for failures that are the endpoint's, not the task's.
+_CODEX_INFRA: list[tuple[str, re.Pattern[str]]] = [
+    ("overloaded", re.compile(r"high demand|temporar(y|ily) (error|unavailable)|server[_ ]error|internal server error", re.I)),
+    ("network error", re.compile(r"stream disconnected|error sending request|connection closed|error decoding response|timed out|timeout", re.I)),
+    ("usage limit", re.compile(r"usage limit|hit your limit|insufficient_quota", re.I)),
+    ("authentication failed", re.compile(r"missing environment variable|not logged in|codex login|refresh token|token (expired|could not be refreshed)", re.I)),
+]  # fmt: skip
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class CodexOptions(CLIOptions):
+    """``--agent-opt`` keys of the codex backend."""
+
+    effort: Effort | None = Field(
+        default=None, description="model_reasoning_effort (none, minimal, low, medium, high, xhigh)"
+    )
+    sandbox: Literal["workspace-write", "read-only", "danger-full-access"] = Field(
+        default="workspace-write", description="codex -s: read-only is the no-writes lever"
+    )
+    shell: bool = Field(default=True, description="false: no shell tool (edits through apply_patch only)")
+    web_search: Literal["disabled", "cached", "live"] | None = Field(
+        default=None, description="codex's web_search setting (default: codex's own)"
+    )
+    retries: NonNegativeInt = Field(
+        default=1,
+        description="codex's own request/stream retries against CODEX_BASE_URL / OPENAI_BASE_URL "
+        "(skilltune retries infra errors itself)",
+    )
+
+    @field_validator("max_turns")
+    @classmethod
+    def _no_max_turns(cls, value: int | None) -> int | None:
+        if value is not None:
+            raise ValueError(
+                "codex has no max-turns limit; a codex rollout is bounded by wall_limit_s (and stall_s)"
+            )
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _no_tool_list(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            raise ValueError(
+                "codex cannot restrict its tools to a list; its levers are sandbox=read-only (no writes), "
+                "shell=false (no shell tool: apply_patch edits only) and web_search=disabled"
+            )
+        return value
+
+
+def toml_value(value: Any) -> str:
+    """A TOML literal for a str, bool, int or float (strings as basic strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    text = json.dumps(str(value), ensure_ascii=False)  # JSON string escapes are valid TOML escapes
+    return text.replace("\x7f", "\\u007f")
+
+
+def toml_document(top: dict[str, Any], tables: dict[str, dict[str, Any]]) -> str:
+    lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
+    for name, values in tables.items():
+        lines += ["", f"[{name}]", *(f"{key} = {toml_value(value)}" for key, value in values.items())]
+    return "\n".join(lines) + "\n"
+
+
+def user_endpoint(environ: dict[str, str] | None = None) -> tuple[str | None, str | None]:
+    """(base URL, the variable holding its key) from the user's environment."""
+    env = os.environ if environ is None else environ
+    base = next((env[v] for v in BASE_URL_VARS if env.get(v)), None)
+    key_var = next((v for v in KEY_VARS if env.get(v)), None)
+    return base, key_var
+
+
+class CodexAgent(CLIBackend):
+    name = "codex"
+    Options = CodexOptions
+    executable = "codex"
+    install_hint = "npm install -g @openai/codex (or `make agent-clis` in a checkout)"
+    env_prefixes: ClassVar[tuple[str, ...]] = ("OPENAI_",)
+    env_names: ClassVar[tuple[str, ...]] = (
+        "CODEX_API_KEY",
+        "CODEX_BASE_URL",
+        "CODEX_ACCESS_TOKEN",
+        "CODEX_CA_CERTIFICATE",
+    )
+    credential_paths: ClassVar[tuple[str, ...]] = (".codex/auth.json",)
+    tool_restriction: ClassVar[str | None] = None
+    native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
+
+    def native_skill_dir(self, skill_name: str) -> str:
+        return f".agents/skills/{skill_name}"
+
+    def check(self) -> BackendCheck:
+        found = AgentBackend.check(self)  # CLIBackend's generic tools note is said more precisely below
+        base, key_var = user_endpoint()
+        found.notes += [
+            "tools=... is refused: codex cannot restrict its tools to a list; levers: sandbox=read-only, "
+            "shell=false (apply_patch only), web_search=disabled",
+            "max_turns is refused: codex has no max-turns flag; wall_limit_s (and stall_s) bound a rollout",
+            "cost is estimated from the price table (codex reports tokens, not cost)",
+            (
+                f"endpoint: {base} (Responses API) with key from {key_var or 'the codex login'}"
+                if base
+                else "endpoint: codex's own (codex login, or CODEX_API_KEY/OPENAI_API_KEY); "
+                "set CODEX_BASE_URL or OPENAI_BASE_URL for another Responses endpoint"
+            ),
+        ]
+        return found
+
+    # --- private CODEX_HOME ---------------------------------------------------------------------
+    @staticmethod
+    def codex_home(home: Path) -> Path:
+        return home / ".codex"
+
+    def link_credentials(self, home: Path) -> None:
+        """Link the user's ``auth.json`` (from $CODEX_HOME, else ~/.codex) into the private CODEX_HOME."""
+        real = os.environ.get("CODEX_HOME")
+        if not real:
+            super().link_credentials(home)
+            return
+        source = Path(real) / "auth.json"
+        if source.exists():
+            target = self.codex_home(home) / "auth.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)
+
+    def config(self, request: AgentRequest) -> str:
+        """The private config.toml of one rollout."""
+        options = request.options
+        assert isinstance(options, CodexOptions)
+        top: dict[str, Any] = {
+            "check_for_update_on_startup": False,
+            "cli_auth_credentials_store": "file",  # auth.json, the linked file, never a keyring
+        }
+        if options.effort:
+            top["model_reasoning_effort"] = options.effort
+        if options.placement == "system" and request.system_prompt:
+            top["developer_instructions"] = request.system_prompt
+        if options.web_search:
+            top["web_search"] = options.web_search
+        tables: dict[str, dict[str, Any]] = {
+            "analytics": {"enabled": False},
+            "feedback": {"enabled": False},
+            "history": {"persistence": "none"},
+        }
+        if not options.shell:
+            tables["features"] = {"shell_tool": False}
+        base, key_var = user_endpoint()
+        if base:
+            top["model_provider"] = PROVIDER
+            provider: dict[str, Any] = {"name": PROVIDER, "base_url": base, "wire_api": "responses"}
+            if key_var:
+                provider["env_key"] = key_var
+            else:
+                provider["requires_openai_auth"] = True
+            provider["request_max_retries"] = options.retries
+            provider["stream_max_retries"] = options.retries
+            tables[f"model_providers.{PROVIDER}"] = provider
+        return toml_document(top, tables)
+
+    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+        codex_home = self.codex_home(home)
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(self.config(request), encoding="utf-8")
+        (request.log_dir / LAST_MESSAGE_FILE).unlink(missing_ok=True)
+
+    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+        return {"CODEX_HOME": str(self.codex_home(home))}
+
+    def command(self, request: AgentRequest, home: Path) -> list[str]:
+        options = request.options
+        assert isinstance(options, CodexOptions)
+        argv = [
+            self.binary(options),
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ephemeral",
+            "--color",
+            "never",
+            "-s",
+            options.sandbox,
+            "-C",
+            str(request.workspace),
+            "-o",
+            str(request.log_dir / LAST_MESSAGE_FILE),
+        ]
+        if options.model:
+            argv += ["-m", options.model]
+        return [*argv, *options.extra_args, "--", request.prompt]
+
+    def plain_model_options(self) -> dict[str, Any]:
+        """No writes, no shell, no web search: codex as a plain model for the proposer."""
+        return {"sandbox": "read-only", "shell": False, "web_search": "disabled"}
+
+    # --- the event stream -----------------------------------------------------------------------
+    def interpret(
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+    ) -> AgentResult:
+        options: AgentOptions = request.options
+        messages: list[Message] = []
+        final = ""
+        tokens_in = tokens_out = 0
+        usage_seen = completed = False
+        actions = 0
+        errors: list[str] = []
+        failure: str | None = None
+        for event in events:
+            kind = event.get("type")
+            if kind == "item.completed" and isinstance(event.get("item"), dict):
+                item = event["item"]
+                item_type = item.get("type")
+                if item_type == "error":
+                    errors.append(str(item.get("message", "")))
+                    continue
+                if item_type != "reasoning":
+                    actions += 1
+                if item_type == "agent_message":
+                    final = str(item.get("text") or "")
+                messages += _item_messages(item, request.workspace)
+            elif kind == "turn.completed":
+                completed = True
+                usage = event.get("usage") or {}
+                if usage:
+                    usage_seen = True
+                    tokens_in += int(usage.get("input_tokens") or 0)
+                    tokens_out += int(usage.get("output_tokens") or 0)
+            elif kind == "turn.failed":
+                error = event.get("error") or {}
+                failure = str(error.get("message") if isinstance(error, dict) else error)
+            elif kind == "error":
+                errors.append(str(event.get("message", "")))
+        if not final:
+            last = request.log_dir / LAST_MESSAGE_FILE
+            if last.is_file():
+                final = last.read_text(encoding="utf-8", errors="replace").strip()
+                if final:
+                    messages.append(Message(role="assistant", content=final))
+        result = AgentResult(
+            status="ok",
+            final_text=final,
+            events=events,
+            messages=messages,
+            exit_code=outcome.returncode,
+            model=options.model,
+            tokens_in=tokens_in if usage_seen else None,
+            tokens_out=tokens_out if usage_seen else None,
+            turns=actions or None,
+        )
+        if failure is None and completed and outcome.returncode == 0:
+            return result
+        text = failure or (errors[-1] if errors else "") or outcome.stderr_tail.strip()
+        if not text:
+            text = (
+                f"codex exited with code {outcome.returncode}"
+                if outcome.returncode
+                else "codex ended without completing its turn"
+            )
+        status, reason = self.classify(text, saw_model_turn=actions > 0)
+        result.status, result.reason = status, reason
+        return result
+
+    @classmethod
+    def classify(cls, text: str, saw_model_turn: bool) -> tuple[AgentStatus, str]:
+        """(status, reason) of a failed codex run: its own wording first, then the shared rules."""
+        for reason, pattern in _CODEX_INFRA:
+            if pattern.search(text):
+                return "infra_error", f"{reason}: {text.strip()[:300]}"
+        status, why = cls.failure_status(text, saw_model_turn)
+        return cast(AgentStatus, status), why
+
+
+def _clip(text: str, limit: int = _TOOL_OUTPUT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+
+
+def _relative(path: str, workspace: Path) -> str:
+    for root in {str(workspace), str(workspace.resolve())}:
+        if path.startswith(root + os.sep):
+            return path[len(root) + 1 :]
+    return path
+
+
+def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
+    """The conversation messages of one completed codex item (tool activity and text)."""
+    kind = item.get("type")
+    status = item.get("status")
+    if kind == "agent_message":
+        return [Message(role="assistant", content=str(item.get("text") or ""))]
+    if kind == "reasoning":
+        text = str(item.get("text") or "").strip()
+        return [Message(role="assistant", content=f"[reasoning] {text}")] if text else []
+    if kind == "command_execution":
+        output = str(item.get("aggregated_output") or "")
+        head = f"[exit {item.get('exit_code')}]" if item.get("exit_code") is not None else f"[{status}]"
+        return [
+            Message(role="assistant", content=f"[tool shell] {item.get('command', '')}"),
+            Message(role="tool", content=_clip(f"{head}\n{output}".rstrip())),
+        ]
+    if kind == "file_change":
+        changes = item.get("changes") or []
+        listed = ", ".join(
+            f"{c.get('kind', '?')} {_relative(str(c.get('path', '?')), workspace)}"
+            for c in changes
+            if isinstance(c, dict)
+        )
+        return [
+            Message(role="assistant", content=f"[tool apply_patch] {listed}"),
+            Message(role="tool", content=f"[{status}]"),
+        ]
+    if kind == "mcp_tool_call":
+        call = f"{item.get('server', '?')}.{item.get('tool', '?')}"
+        args = json.dumps(item.get("arguments"), ensure_ascii=False)
+        outcome = item.get("error") or item.get("result")
+        return [
+            Message(role="assistant", content=f"[tool {call}] {_clip(args, 500)}"),
+            Message(role="tool", content=_clip(f"[{status}] {json.dumps(outcome, ensure_ascii=False)}")),
+        ]
+    if kind == "web_search":
+        return [Message(role="assistant", content=f"[tool web_search] {item.get('query', '')}")]
+    if kind == "todo_list":
+        steps = item.get("items") or []
+        lines = [
+            f"- [{'x' if s.get('completed') else ' '}] {s.get('text', '')}"
+            for s in steps
+            if isinstance(s, dict)
+        ]
+        return [Message(role="assistant", content="[plan]\n" + "\n".join(lines))]
+    return [Message(role="assistant", content=_clip(f"[{kind}] {json.dumps(item, ensure_ascii=False)}", 500))]
