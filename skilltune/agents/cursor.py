@@ -1,0 +1,129 @@
+"""Cursor's agent CLI (``cursor-agent``) as a target agent, headless.
+
+One rollout is ``cursor-agent -p --force --trust --output-format stream-json [--model M] --
+PROMPT`` in the workspace (``--force`` runs commands without asking, ``--trust`` trusts the
+workspace without the interactive dialog). cursor-agent is not on npm; it is installed
+from Cursor (see ``install_hint``). Its stream-json output is claude-like (``system/init``,
+``user``, ``assistant``, ``tool_call`` started/completed, a final ``result`` with the full
+text): it is read by the same parser as claude's. It reports no cost; when a ``result``
+carries token usage the cost is estimated from the price table and marked estimated.
+
+Isolation: a private HOME; the user's ``CURSOR_API_KEY`` / ``CURSOR_AUTH_TOKEN`` pass
+through. A browser login is kept in ``~/.config/cursor/auth.json`` (older versions) or
+under ``authInfo`` of ``~/.cursor/cli-config.json`` (2026.06 on, next to the CLI's
+permissions and UI settings): both are *linked*, because a refreshed token must reach the
+user's own file and every parallel rollout. cli-config.json holds no skills, rules or
+history (those live in ``~/.cursor/skills``, ``~/.cursor/rules``, ``~/.cursor/chats``, which
+are never linked) and the flags above override its permissions. An API key needs no file.
+
+The skill: Cursor documents project skills at ``<ws>/.cursor/skills/<name>/SKILL.md`` and
+reads ``AGENTS.md`` at the workspace root, so those are the native places (its own
+``.cursor/rules/*.mdc`` format is not used). cursor-agent has no system-prompt flag, no
+max-turns flag, no effort setting and no tool restriction: those options are refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from skilltune.agents.base import AgentRequest, AgentResult
+from skilltune.agents.claude import interpret_stream
+from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.process import ProcessOutcome
+
+
+class CursorOptions(CLIOptions):
+    mode: Literal["plan", "ask"] | None = Field(
+        default=None, description="cursor-agent --mode (ask: read-only questions and answers)"
+    )
+
+    @model_validator(mode="after")
+    def _refuse_unsupported(self) -> CursorOptions:
+        unsupported = {
+            "effort": "cursor-agent has no effort setting (pick a model instead)",
+            "max_turns": "cursor-agent has no max-turns flag (bound a rollout with wall_limit_s)",
+            "tools": "cursor-agent cannot restrict its tools",
+        }
+        for key, why in unsupported.items():
+            if getattr(self, key) is not None:
+                raise ValueError(f"{key}: {why}")
+        if self.placement == "system":
+            raise ValueError(
+                "placement=system: cursor-agent has no system-prompt flag (use native or prepend)"
+            )
+        return self
+
+
+class CursorAgent(CLIBackend):
+    name = "cursor"
+    Options = CursorOptions
+    executable: ClassVar[str] = "cursor-agent"
+    install_hint: ClassVar[str] = (
+        "cursor-agent is not on npm: install it from Cursor with `curl https://cursor.com/install -fsS | bash` "
+        "(puts cursor-agent in ~/.local/bin; where it is only called `agent`, pass "
+        "--agent-opt executable=PATH), then run `cursor-agent login` or set CURSOR_API_KEY"
+    )
+    native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
+    env_names: ClassVar[tuple[str, ...]] = ("CURSOR_API_KEY", "CURSOR_AUTH_TOKEN")
+    credential_paths: ClassVar[tuple[str, ...]] = (".config/cursor/auth.json", ".cursor/cli-config.json")
+    tool_restriction: ClassVar[str | None] = None
+
+    def native_skill_dir(self, skill_name: str) -> str:
+        return f".cursor/skills/{skill_name}"
+
+    @staticmethod
+    def user_credentials() -> dict[str, Path]:
+        """Private-HOME path -> the user's file, wherever the user's variables put it."""
+        home = Path(os.environ.get("HOME") or Path.home())
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        config_dir = os.environ.get("CURSOR_CONFIG_DIR")
+        cli_config = (
+            Path(config_dir) / "cli-config.json"
+            if config_dir
+            else Path(xdg) / "cursor" / "cli-config.json"
+            if xdg and (Path(xdg) / "cursor" / "cli-config.json").exists()
+            else home / ".cursor" / "cli-config.json"
+        )
+        auth = (Path(xdg) if xdg else home / ".config") / "cursor" / "auth.json"
+        return {".config/cursor/auth.json": auth, ".cursor/cli-config.json": cli_config}
+
+    def link_credentials(self, home: Path) -> None:
+        for rel, source in self.user_credentials().items():
+            if source.exists():
+                target = home / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(source)
+
+    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+        return {"CURSOR_CONFIG_DIR": str(home / ".cursor"), "NO_OPEN_BROWSER": "1"}
+
+    def command(self, request: AgentRequest, home: Path) -> list[str]:
+        options = request.options
+        assert isinstance(options, CursorOptions)
+        argv = [self.binary(options), "-p", "--force", "--trust", "--output-format", "stream-json"]
+        if options.model:
+            argv += ["--model", options.model]
+        if options.mode:
+            argv += ["--mode", options.mode]
+        return [*argv, *options.extra_args, "--", request.prompt]
+
+    def plain_model_options(self) -> dict[str, Any]:
+        return {"mode": "ask"}
+
+    def interpret(
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+    ) -> AgentResult:
+        found = interpret_stream(events, outcome)
+        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        usage = result.get("usage") if result else None
+        if found.tokens_in is None and isinstance(usage, dict) and "inputTokens" in usage:
+            # cursor-agent's camelCase usage, where a version reports it
+            tokens_in = sum(
+                int(usage.get(k) or 0) for k in ("inputTokens", "cacheReadTokens", "cacheWriteTokens")
+            )
+            found.tokens_in, found.tokens_out = tokens_in, int(usage.get("outputTokens") or 0)
+        return found

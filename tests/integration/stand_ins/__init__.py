@@ -1,0 +1,1 @@
+"""Stand-in executables for agent CLIs that cannot be installed here (cursor-agent)."""
