@@ -1,7 +1,29 @@
-"""OpenAI Chat Completions: POST .../chat/completions (copilot, opencode, qwen)."""
+"""OpenAI Chat Completions: POST .../chat/completions (copilot, opencode, qwen).
+
+What the real CLIs (copilot 1.0.x, qwen 0.15.x) accept from a server:
+
+- streaming (``stream: true``, SSE ``data:`` lines, ``data: [DONE]`` last): a first chunk
+  with the role, the text as ``content`` deltas, each tool call as a first delta carrying
+  ``index``, ``id``, ``type`` and the function ``name`` with empty ``arguments``, then the
+  arguments in fragments (as real endpoints send them: clients must accumulate), then a
+  chunk with ``finish_reason``; token usage comes in a last chunk with ``choices: []``
+  when the request asks for it (``stream_options.include_usage``, both CLIs do), else
+  on the finishing chunk;
+- tool-call ids unique across the conversation (they carry the turn, i.e. the number of
+  tool results already in the request) and a fresh completion id per answer;
+- non-streaming answers as one ``chat.completion`` object with ``usage``;
+- errors as ``{"error": {"message", "type", "code"}}`` with the HTTP status; a
+  ``retry-after`` header on a scripted failure (``Failure.headers``) shortens the
+  CLIs' own retries (copilot waits at least 1 s per retry, qwen honours whole seconds
+  for 429 only).
+
+Side calls (no tools offered) get the core's plain or JSON answer; a request asking for
+``response_format`` json_object / json_schema counts as wanting JSON.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -12,12 +34,16 @@ USAGE = {
     "completion_tokens": OUTPUT_TOKENS,
     "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
 }
+_completion_ids = itertools.count(1)
+_ARGUMENT_FRAGMENTS = 3
 
 
 def parse(path: str, body: dict[str, Any]) -> ModelRequest:
-    messages = body.get("messages", [])
+    messages = body.get("messages", []) or []
     tools = [
-        t.get("function", {}).get("name", "") for t in body.get("tools", []) or [] if isinstance(t, dict)
+        str((t.get("function") or {}).get("name", ""))
+        for t in body.get("tools", []) or []
+        if isinstance(t, dict)
     ]
     fmt = body.get("response_format") or {}
     return ModelRequest(
@@ -25,18 +51,18 @@ def parse(path: str, body: dict[str, Any]) -> ModelRequest:
         path=path,
         model=str(body.get("model", "")),
         tools=tools,
-        tool_results=sum(1 for m in messages if m.get("role") == "tool"),
+        tool_results=sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool"),
         text=text_of(messages),
         stream=bool(body.get("stream")),
-        wants_json=fmt.get("type") in ("json_object", "json_schema"),
+        wants_json=isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"),
         body=body,
     )
 
 
-def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
+def _tool_calls(request: ModelRequest, reply: Reply) -> list[dict[str, Any]]:
     return [
         {
-            "id": f"call_{i}_{call.call_id}",
+            "id": f"call_t{request.tool_results}_{i}_{call.call_id}",
             "type": "function",
             "function": {
                 "name": call.name,
@@ -52,9 +78,9 @@ def _tool_calls(reply: Reply) -> list[dict[str, Any]]:
 def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
-        message["tool_calls"] = _tool_calls(reply)
+        message["tool_calls"] = _tool_calls(request, reply)
     return {
-        "id": "chatcmpl-fake",
+        "id": f"chatcmpl-fake-{next(_completion_ids)}",
         "object": "chat.completion",
         "created": 0,
         "model": request.model,
@@ -65,29 +91,43 @@ def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
     }
 
 
-def _chunk(
-    request: ModelRequest, delta: dict[str, Any], finish: str | None = None, usage: bool = False
-) -> str:
-    payload: dict[str, Any] = {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": request.model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    if usage:
-        payload["usage"] = USAGE
-    return f"data: {json.dumps(payload)}\n\n"
+def _fragments(text: str, parts: int = _ARGUMENT_FRAGMENTS) -> list[str]:
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def stream(request: ModelRequest, reply: Reply) -> list[str]:
-    out = [_chunk(request, {"role": "assistant", "content": ""})]
+    completion_id = f"chatcmpl-fake-{next(_completion_ids)}"
+
+    def chunk(choices: list[dict[str, Any]], usage: bool = False) -> str:
+        payload: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": request.model,
+            "choices": choices,
+        }
+        if usage:
+            payload["usage"] = USAGE
+        return f"data: {json.dumps(payload)}\n\n"
+
+    def delta(content: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"index": 0, "delta": content, "finish_reason": finish}
+
+    out = [chunk([delta({"role": "assistant", "content": ""})])]
     if reply.text:
-        out.append(_chunk(request, {"content": reply.text}))
-    for index, call in enumerate(_tool_calls(reply)):
-        out.append(_chunk(request, {"tool_calls": [{"index": index, **call}]}))
+        out.append(chunk([delta({"content": reply.text})]))
+    for index, call in enumerate(_tool_calls(request, reply)):
+        head = {"index": index, "id": call["id"], "type": "function"}
+        head["function"] = {"name": call["function"]["name"], "arguments": ""}
+        out.append(chunk([delta({"tool_calls": [head]})]))
+        for piece in _fragments(call["function"]["arguments"]):
+            out.append(chunk([delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})]))
+    usage_chunk = bool((request.body.get("stream_options") or {}).get("include_usage"))
     finish = "tool_calls" if reply.tool_calls else "stop"
-    out.append(_chunk(request, {}, finish, usage=True))
+    out.append(chunk([delta({}, finish)], usage=not usage_chunk))
+    if usage_chunk:
+        out.append(chunk([], usage=True))
     out.append("data: [DONE]\n\n")
     return out
 
