@@ -9,7 +9,7 @@ SRC := skilltune tests benchmarks
 CLIS := agentclis
 CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
 
-.PHONY: install check test demo bench-verdicts agent-clis clean
+.PHONY: install check test demo bench-verdicts bench-throughput agent-clis clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ demo: $(STAMP)
 # The verdicts benchmark (quick preset): prints the table and writes benchmarks/results/verdicts.json.
 bench-verdicts: $(STAMP)
 	$(BIN)/python benchmarks/verdicts.py --quick
+
+# Harness overhead, parallel efficiency, local vs Ray: benchmarks/results/throughput.json.
+bench-throughput: $(STAMP)
+	$(BIN)/python benchmarks/throughput.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache
