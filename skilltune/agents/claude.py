@@ -38,6 +38,8 @@ from pydantic import Field, NonNegativeInt, PositiveFloat
 
 from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import content_text as _text
 from skilltune.agents.process import ProcessOutcome
 
 # Pre-approved besides workspace edits. In -p mode a tool that needs approval is denied, not
@@ -46,7 +48,6 @@ DEFAULT_ALLOWED = ("Bash", "Skill")
 # HTTP statuses that say nothing about the task, whenever they come.
 _INFRA_STATUSES = {401, 403, 408, 429}
 _AUTH_KEYS = ("primaryApiKey", "oauthAccount", "customApiKeyResponses")
-_TOOL_TEXT_CHARS = 2000
 _ARG_BYTES = 100_000
 SYSTEM_PROMPT_FILE = "skilltune-system-prompt.md"
 
@@ -210,20 +211,6 @@ class ClaudeAgent(CLIBackend):
         self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
     ) -> AgentResult:
         return interpret_stream(events, outcome)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
-
-
-def _clip(text: str, limit: int = _TOOL_TEXT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
 def _model_name(name: Any) -> str | None:

@@ -58,6 +58,25 @@ class CLIOptions(AgentOptions):
     executable: str | None = Field(default=None, description="path of the CLI (default: found on PATH)")
 
 
+TOOL_TEXT_CHARS = 2000  # how much of a tool's input or output a transcript keeps
+
+
+def clip(text: str, limit: int = TOOL_TEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text blocks of a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
 def infra_reason(text: str) -> str | None:
     """Why ``text`` (an error message, stderr) looks like an infrastructure failure, or None."""
     for reason, pattern in _INFRA_PATTERNS:

@@ -55,13 +55,13 @@ from skilltune.agents.base import (
     Message,
 )
 from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import clip as _clip
 from skilltune.agents.process import ProcessOutcome
 
 PROVIDER = "skilltune-endpoint"
 LAST_MESSAGE_FILE = "codex-last-message.txt"
 BASE_URL_VARS = ("CODEX_BASE_URL", "OPENAI_BASE_URL")
 KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
-_TOOL_OUTPUT_CHARS = 2000
 
 # codex's own wording for failures that are the endpoint's, not the task's.
 _CODEX_INFRA: list[tuple[str, re.Pattern[str]]] = [
@@ -335,10 +335,6 @@ class CodexAgent(CLIBackend):
                 return "infra_error", f"{reason}: {text.strip()[:300]}"
         status, why = cls.failure_status(text, saw_model_turn)
         return cast(AgentStatus, status), why
-
-
-def _clip(text: str, limit: int = _TOOL_OUTPUT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
 
 
 def _relative(path: str, workspace: Path) -> str:

@@ -61,13 +61,13 @@ from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import clip as _clip
 from skilltune.agents.process import ProcessOutcome
 
 USAGE_FILE = "copilot-usage.json"
 INSTRUCTIONS_FILE = "copilot-instructions.md"
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --available-tools then offers the model nothing
 _ARG_BYTES = 100_000
-_TOOL_TEXT_CHARS = 2000
 # The user's variables that would bring their own configuration into the rollout.
 _ISOLATION_BREAKERS = (
     "COPILOT_HOME",
@@ -357,7 +357,3 @@ def _usage_tokens(usage: dict[str, Any]) -> tuple[int | None, int | None]:
             tokens_in += int(counts.get("inputTokens") or 0)
             tokens_out += int(counts.get("outputTokens") or 0)
     return tokens_in, tokens_out
-
-
-def _clip(text: str, limit: int = _TOOL_TEXT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"

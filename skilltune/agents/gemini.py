@@ -56,6 +56,7 @@ from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import clip as _clip
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome
 
@@ -70,7 +71,6 @@ _HTTP_EXIT = {code % 256: code for code in (400, 401, 403, 404, 408, 429, 500, 5
 _EXIT_AUTH = 41
 _EXIT_INPUT = 42
 _EXIT_TURN_LIMIT = 53
-_TOOL_OUTPUT_CHARS = 2000
 _TRANSIENT = re.compile(r"transient API issue", re.I)
 _STDERR_NOISE = ("at ", "YOLO mode", "Warning: 256-color", "[STARTUP]")
 # the user's variables that would bring their own gemini configuration into a rollout
@@ -408,10 +408,6 @@ class GeminiAgent(CLIBackend):
         found, reason = self.failure_status(failure, saw_model_turn=turns > 0)
         result.status, result.reason = found, reason  # type: ignore[assignment]
         return result
-
-
-def _clip(text: str, limit: int = _TOOL_OUTPUT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
 
 
 def _tool_result(event: dict[str, Any], names: dict[str, str]) -> str:

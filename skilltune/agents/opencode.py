@@ -67,6 +67,7 @@ from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import clip as _clip
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
 
@@ -97,7 +98,6 @@ TOOL_PERMISSIONS: dict[str, str] = {
 # HTTP statuses that say nothing about the task, whenever they come.
 _INFRA_STATUSES = {401, 402, 403, 408, 409, 429}
 _CONNECT = re.compile(r"cannot connect to api|unable to connect", re.I)
-_TOOL_TEXT_CHARS = 2000
 _ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; a longer prompt goes to stdin
 
 
@@ -352,10 +352,6 @@ class OpencodeAgent(CLIBackend):
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _clip(text: str, limit: int = _TOOL_TEXT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
 def _error_text(error: Any) -> tuple[str, int | None, bool]:

@@ -66,6 +66,8 @@ from pydantic import Field, NonNegativeInt
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import content_text as _text
 from skilltune.agents.process import ProcessOutcome
 
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --core-tools then enables no built-in tool
@@ -80,7 +82,6 @@ ALWAYS_ON_TOOLS = (
     "skill",
 )
 _ARG_BYTES = 100_000
-_TOOL_TEXT_CHARS = 2000
 _MAX_TURNS_EXIT = 53
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*)", re.S)
 _STATUS = re.compile(r"\b([1-5]\d\d)\b")
@@ -373,17 +374,3 @@ class QwenAgent(CLIBackend):
         if found and (int(found.group(1)) >= 500 or int(found.group(1)) in _INFRA_STATUS):
             return "infra_error", f"API error {text.strip()[:300]}"
         return cls.failure_status(text, saw_model_turn)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
-
-
-def _clip(text: str, limit: int = _TOOL_TEXT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
