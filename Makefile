@@ -21,7 +21,9 @@ install: $(STAMP)
 # The real agent CLIs at the versions in agentclis/package-lock.json (integration tests drive them
 # against a local fake model server), and ripgrep, which opencode needs and cannot download offline.
 $(CLI_STAMP): $(CLIS)/package.json $(CLIS)/package-lock.json
-	npm ci --prefix $(CLIS) --no-audit --no-fund --loglevel=error
+	# npm install, not npm ci: npm 11 leaves other platforms' optional binaries out of the lock,
+	# which npm ci rejects; install still follows the lock (it is left unchanged).
+	npm install --prefix $(CLIS) --no-audit --no-fund --loglevel=error
 	command -v rg >/dev/null || { command -v apt-get >/dev/null && \
 		{ apt-get install -y -q ripgrep >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q ripgrep >/dev/null; }; }; } || \
 		echo "warning: ripgrep (rg) is missing and could not be installed: opencode's tests will be skipped"
