@@ -43,6 +43,32 @@ _SIGNATURE = pygit2.Signature(
 )  # fixed: same baseline every time
 
 
+# libgit2 must not read the user's git configuration (global ignores, filters, autocrlf):
+# point its global, XDG and system search paths at an empty folder, once per process.
+_NO_CONFIG = tempfile.mkdtemp(prefix="skilltune-gitconfig-")
+for _level in (
+    pygit2.enums.ConfigLevel.GLOBAL,
+    pygit2.enums.ConfigLevel.XDG,
+    pygit2.enums.ConfigLevel.SYSTEM,
+):
+    pygit2.settings.search_path[_level] = _NO_CONFIG
+
+
+def _stage_everything(repo: pygit2.Repository, root: Path) -> pygit2.Oid:
+    """Make the index exactly the work tree's files (ignore rules do not apply) and write its tree."""
+    index = repo.index
+    index.clear()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            if name == ".git":  # the repository itself, or a gitlink file of a nested checkout
+                continue
+            index.add((Path(folder) / name).relative_to(root).as_posix())
+    index.write()
+    tree: pygit2.Oid = index.write_tree()
+    return tree
+
+
 def workspaces_root() -> Path:
     """Where workspaces are made: $SKILLTUNE_WORKSPACES, else the system temp folder."""
     root = Path(os.environ.get(WORKSPACES_ENV) or Path(tempfile.gettempdir()) / "skilltune-workspaces")
@@ -102,28 +128,34 @@ class Workspace:
                 found.unlink(missing_ok=True)
         # In-process git (libgit2): a fraction of the time of four git processes per rollout.
         repo = pygit2.init_repository(str(self.path))
-        repo.index.add_all()
-        repo.index.write()
-        tree = repo.index.write_tree()
+        tree = _stage_everything(repo, self.path)
         self.baseline = str(
             repo.create_commit("HEAD", _SIGNATURE, _SIGNATURE, "skilltune baseline", tree, [])
         )
         return self.baseline
 
     def diff(self) -> str:
-        """The agent's own changes against the baseline, new files included."""
+        """The agent's own changes against the baseline: new, changed and deleted files, ignored
+        ones included; repositories the agent made inside the workspace count as plain folders."""
         if self.baseline is None:
             return ""
+        nested = [g for g in self.path.rglob(".git") if g.parent != self.path]
+        hidden = [g.rename(g.with_name(".git.skilltune-hidden")) for g in nested]
         try:
-            repo = pygit2.Repository(str(self.path))
-            repo.index.add_all()
-            repo.index.write()
+            # NO_SEARCH: if the agent removed .git, never fall back to a repository above the workspace.
+            repo = pygit2.Repository(str(self.path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+            if Path(repo.workdir or "").resolve() != self.path.resolve():
+                raise ValueError("the workspace is no longer the repository's work tree")
+            _stage_everything(repo, self.path)
             baseline = repo.get(self.baseline)
             if not isinstance(baseline, pygit2.Commit):
                 raise KeyError(self.baseline)
             text = repo.diff(baseline, cached=True).patch or ""
         except (pygit2.GitError, KeyError, ValueError) as exc:
             return f"# skilltune: no diff (the agent changed the git repository): {exc}\n"
+        finally:
+            for moved in hidden:  # put the agent's own repositories back for the scorer
+                moved.rename(moved.with_name(".git"))
         if len(text) > MAX_DIFF_BYTES:
             return text[:MAX_DIFF_BYTES] + f"\n# skilltune: diff truncated at {MAX_DIFF_BYTES} characters\n"
         return text
