@@ -8,6 +8,7 @@ only when the rollout was scored, ``score.json``.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import shutil
@@ -144,10 +145,14 @@ class RolloutRunner:
     cache: RolloutCache | None = None
     fresh: bool = False  # run even when the cache holds this rollout (results are still stored)
 
-    @property
+    @functools.cached_property
     def options_hash(self) -> str:
+        """The agent, its options and its cache identity (environment model/endpoint, version)."""
+        identity = self.backend.cache_identity(self.options)
         return sha256_text(
-            canonical_json({"agent": self.backend.name, **self.options.model_dump(mode="json")})
+            canonical_json(
+                {"agent": self.backend.name, **self.options.model_dump(mode="json"), "identity": identity}
+            )
         )
 
     def reusable(self, job: RolloutJob) -> RolloutRecord | None:

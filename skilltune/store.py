@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +74,41 @@ def iter_tree(root: Path, *, hidden: bool = False) -> Iterator[Path]:
             continue
         if path.is_file():
             yield path
+
+
+# --- secrets: never written to disk ----------------------------------------------------------
+
+_SECRET_WORDS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "auth",
+    "cookie",
+)
+REDACTED = "***redacted***"
+
+
+def is_secret_key(key: str) -> bool:
+    """api_key, authToken, password... but not author, tokens_in or api_key_env (a variable's name)."""
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", key)]
+    if not words or words[-1] in ("env", "var", "file", "path"):
+        return False
+    return words[-1] in _SECRET_WORDS
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """Replace values under secret keys (api_key, token...) before anything is written."""
+    if isinstance(value, dict):
+        return {k: redact(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, key) for v in value]
+    if isinstance(value, str) and is_secret_key(key):
+        return REDACTED
+    return value
 
 
 # --- the run directory ------------------------------------------------------------------------

@@ -8,7 +8,6 @@ allocation.md), takes the run lock and reports the outcome.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -22,23 +21,11 @@ from skilltune.loop import Trainer
 from skilltune.progress import PlainReporter, Reporter
 from skilltune.rollout import RetryPolicy
 from skilltune.skill import lint_candidate, load_skill
-from skilltune.store import RunDir, read_json, write_json, write_text
+from skilltune.store import REDACTED, RunDir, read_json, redact, write_json, write_text
 from skilltune.suite import load_suite
 from skilltune.workspace import check_placement
 
 CONFIG_SCHEMA_VERSION = 1
-_SECRET_WORDS = (
-    "key",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "credential",
-    "credentials",
-    "auth",
-    "cookie",
-)
-REDACTED = "***redacted***"
 
 
 class EditBudgetConfig(BaseModel):
@@ -119,25 +106,6 @@ class TrainResult(BaseModel):
     steps: int
     kept: int
     comparison: Comparison | None = None
-
-
-def is_secret_key(key: str) -> bool:
-    """api_key, authToken, password... but not author, tokens_in or api_key_env (a variable's name)."""
-    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", key)]
-    if not words or words[-1] in ("env", "var", "file", "path"):
-        return False
-    return words[-1] in _SECRET_WORDS
-
-
-def redact(value: Any, key: str = "") -> Any:
-    """Replace values under secret keys (api_key, token...) before anything is written."""
-    if isinstance(value, dict):
-        return {k: redact(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, key) for v in value]
-    if isinstance(value, str) and is_secret_key(key):
-        return REDACTED
-    return value
 
 
 def make_config(**settings: Any) -> TrainConfig:

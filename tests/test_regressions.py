@@ -24,10 +24,10 @@ from skilltune.propose.merge import merge_edits
 from skilltune.propose.model import Edit
 from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
 from skilltune.skill import Candidate, load_skill
-from skilltune.store import RunDir, read_json, write_json
+from skilltune.store import REDACTED, RunDir, is_secret_key, read_json, write_json
 from skilltune.suite import load_suite, validate_suite
 from skilltune.supervise import supervise
-from skilltune.train import REDACTED, is_secret_key, resume, train
+from skilltune.train import resume, train
 from skilltune.versions import SkillRepo
 from skilltune.workspace import Workspace, git
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO, rule_task, write_skill, write_suite
@@ -529,3 +529,79 @@ def test_write_text_files_are_readable_by_others_under_umask_022(tmp_path: Path)
     )
     assert target.read_text() == "x"
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+# --- second review ---------------------------------------------------------------------------------
+
+
+def test_cache_key_covers_the_agents_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A model or endpoint taken from the environment is part of the rollout's cache key (secrets are not)."""
+    from skilltune.agents import get_backend
+    from skilltune.rollout import RolloutRunner
+
+    backend = get_backend("claude")
+
+    def key() -> str:
+        options = backend.parse_options({})
+        return RolloutRunner(
+            suite=load_suite(MOCK_SUITE), backend=backend, options=options, out=tmp_path
+        ).options_hash
+
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-haiku-4-5")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "one")
+    haiku = key()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "two")
+    assert key() == haiku  # a different key does not change what the agent does
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-sonnet-4-6")
+    assert key() != haiku
+    identity = backend.cache_identity(backend.parse_options({}))
+    assert (
+        "ANTHROPIC_API_KEY" not in identity["env"]
+        and identity["env"]["ANTHROPIC_MODEL"] == "claude-sonnet-4-6"
+    )
+
+
+def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ignored files (global or the task's), deletions and a repository the agent made all show in the
+    diff; with the workspace's .git gone, no repository above it is staged."""
+    import shutil
+    import subprocess
+
+    from skilltune.workspace import Workspace
+
+    outer = tmp_path / "outer"
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    monkeypatch.setenv("SKILLTUNE_WORKSPACES", str(outer / "ws"))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/.gitignore_global\n")
+    (home / ".gitignore_global").write_text("*.log\n")
+    monkeypatch.setenv("HOME", str(home))
+    workspace = Workspace.create("t")
+    ws = workspace.path
+    (ws / ".gitignore").write_text("build/\n")
+    (ws / "keep.txt").write_text("k")
+    (ws / "gone.txt").write_text("g")
+    workspace.commit_baseline()
+    (ws / "run.log").write_text("log")
+    (ws / "build").mkdir()
+    (ws / "build" / "answer.txt").write_text("a")
+    (ws / "gone.txt").unlink()
+    (ws / "app").mkdir()
+    git = ["git", "-c", "user.name=x", "-c", "user.email=x@y"]
+    subprocess.run(["git", "init", "-q"], cwd=ws / "app", check=True)
+    (ws / "app" / "main.rs").write_text("fn main() {}\n")
+    subprocess.run([*git, "add", "."], cwd=ws / "app", check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=ws / "app", check=True)
+    diff = workspace.diff()
+    for path in ("run.log", "build/answer.txt", "gone.txt", "app/main.rs"):
+        assert f"b/{path}" in diff or f"a/{path}" in diff, path
+    assert (ws / "app" / ".git").is_dir()  # the agent's repository is back for the scorer
+    shutil.rmtree(ws / ".git")
+    assert workspace.diff().startswith("# skilltune: no diff")
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], check=True, cwd=outer, capture_output=True, text=True
+    ).stdout
+    assert not [line for line in status.splitlines() if not line.startswith("??")], status

@@ -393,7 +393,7 @@ def test_cli_train_with_config_file_and_flags(tmp_path: Path) -> None:
 
 
 def test_secrets_are_redacted_in_config_json(tmp_path: Path) -> None:
-    from skilltune.train import REDACTED, redact
+    from skilltune.store import REDACTED, redact
 
     assert redact({"api_key": "sk-1", "nested": {"auth_token": "t", "model": "m"}}) == {
         "api_key": REDACTED,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
@@ -127,10 +128,16 @@ class AgentBackend(ABC):
             )
         return BackendCheck(name=self.name, installed=True, executable=path, version=_version(path))
 
+    def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
+        """What decides this agent's behaviour besides ``options`` (the model or endpoint it takes
+        from the environment, its version): part of every rollout's cache key."""
+        return {}
+
     @abstractmethod
     def run(self, request: AgentRequest) -> AgentResult: ...
 
 
+@functools.lru_cache(maxsize=64)
 def _version(executable: str) -> str | None:
     try:
         out = subprocess.run(
