@@ -19,6 +19,7 @@ rest the same way for all of them:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -30,9 +31,18 @@ from typing import Any, ClassVar
 
 from pydantic import Field, PositiveFloat
 
-from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, BackendCheck
+from skilltune.agents.base import (
+    AgentBackend,
+    AgentOptions,
+    AgentRequest,
+    AgentResult,
+    BackendCheck,
+    _version,
+)
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome, run_agent_process
+from skilltune.errors import UsageError
+from skilltune.store import is_secret_key
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
 NETWORK_ENV = (
@@ -120,6 +130,16 @@ class CLIBackend(AgentBackend):
             found.notes.append("tool restriction (agent option tools=...) is not supported by this CLI")
         return found
 
+    def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
+        """The CLI's version and the non-secret variables it reads (model, endpoint, base URL)."""
+        env = {
+            key: value
+            for key, value in sorted(os.environ.items())
+            if (key in self.env_names or any(key.startswith(p) for p in self.env_prefixes))
+            and not is_secret_key(key)
+        }
+        return {"version": _version(self.binary(options)), "env": env}
+
     def binary(self, options: AgentOptions) -> str:
         configured = getattr(options, "executable", None)
         return str(configured or shutil.which(self.executable) or self.executable)
@@ -187,6 +207,8 @@ class CLIBackend(AgentBackend):
         finally:
             shutil.rmtree(home, ignore_errors=True)
         if not outcome.started:
+            if outcome.errno == errno.E2BIG:  # no retry can help: the same argv fails the same way
+                raise UsageError(self.argv_too_long(request))
             return AgentResult(
                 status="infra_error", reason=f"could not start {self.executable}: {outcome.error}"
             )
@@ -211,6 +233,19 @@ class CLIBackend(AgentBackend):
             )
             result.cost_estimated = result.cost_usd is not None
         return result
+
+    def argv_too_long(self, request: AgentRequest) -> str:
+        """Why ``self.executable`` could not be started with E2BIG, and what to do about it."""
+        sizes = f"the prompt is {len(request.prompt.encode()):,} bytes"
+        if request.system_prompt:
+            sizes += f", the system prompt {len(request.system_prompt.encode()):,} bytes"
+        return (
+            f"{self.name}: could not start {self.executable}: its command line is too long for the OS "
+            f"(E2BIG; Linux takes at most 128 KiB per argument); {sizes}. A long skill: use "
+            "placement=native (the CLI reads it from the workspace) or prepend rather than placement=system; "
+            "a long prompt: shorten it, or use an agent that reads it from stdin; and check that no "
+            "extra_args value is that long."
+        )
 
     def complete(self, prompt: str, model: str | None, wall_limit_s: float = 600.0) -> AgentResult:
         """The CLI as a plain model (for proposers): no tools, an empty folder, the prompt in, text out."""

@@ -5,10 +5,11 @@ One rollout runs::
     codex exec --json --skip-git-repo-check --ephemeral --color never -s workspace-write
                -C WS -o LOG/codex-last-message.txt [-m MODEL] [EXTRA...] -- PROMPT
 
-with stdin closed and a private ``CODEX_HOME`` (``<private HOME>/.codex``) whose
+with stdin closed (a prompt over 100 kB goes to stdin instead, the argument being ``-``:
+one argv string holds at most 128 KiB on Linux) and a private ``CODEX_HOME`` (``<private HOME>/.codex``) whose
 ``config.toml`` skilltune writes: update checks, analytics, feedback and history
 off; the model's reasoning effort; the skill as ``developer_instructions`` when
-placement is ``system``; and, when the user points codex at an endpoint, a model
+placement is ``system`` (a file, so no length limit); and, when the user points codex at an endpoint, a model
 provider for it. The user's own ``config.toml``, skills, rules and sessions never
 reach the agent; only ``auth.json`` (a ``codex login``) is linked in, so a
 logged-in codex keeps working and a refreshed token is written through the link.
@@ -62,6 +63,7 @@ PROVIDER = "skilltune-endpoint"
 LAST_MESSAGE_FILE = "codex-last-message.txt"
 BASE_URL_VARS = ("CODEX_BASE_URL", "OPENAI_BASE_URL")
 KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
+_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; a longer prompt goes to stdin
 
 # codex's own wording for failures that are the endpoint's, not the task's.
 _CODEX_INFRA: list[tuple[str, re.Pattern[str]]] = [
@@ -254,7 +256,12 @@ class CodexAgent(CLIBackend):
         ]
         if options.model:
             argv += ["-m", options.model]
+        if self.stdin_text(request) is not None:  # codex exec reads the prompt from stdin when it is "-"
+            return [*argv, *options.extra_args, "--", "-"]
         return [*argv, *options.extra_args, "--", request.prompt]
+
+    def stdin_text(self, request: AgentRequest) -> str | None:
+        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         """No writes, no shell, no web search: codex as a plain model for the proposer."""

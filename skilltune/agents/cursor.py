@@ -20,6 +20,13 @@ The skill: Cursor documents project skills at ``<ws>/.cursor/skills/<name>/SKILL
 reads ``AGENTS.md`` at the workspace root, so those are the native places (its own
 ``.cursor/rules/*.mdc`` format is not used). cursor-agent has no system-prompt flag, no
 max-turns flag, no effort setting and no tool restriction: those options are refused.
+
+A long prompt: one argv string holds at most 128 KiB on Linux, and cursor-agent documents no
+other way in (no prompt file; reading a piped stdin when no prompt is given is reported by
+third parties, and ``-`` is taken for a literal prompt, but neither is documented nor could
+be checked here, cursor-agent not being installable). So a prompt over 100 kB (the threshold
+at which the other CLIs switch to stdin) fails fast with a UsageError that says so, rather
+than as an ``Argument list too long`` infra error retried in vain.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ from skilltune.agents.base import AgentRequest, AgentResult
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import CLIBackend, CLIOptions
 from skilltune.agents.process import ProcessOutcome
+from skilltune.errors import UsageError
+
+_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; the other CLIs use stdin past this
 
 
 class CursorOptions(CLIOptions):
@@ -104,6 +114,15 @@ class CursorAgent(CLIBackend):
     def command(self, request: AgentRequest, home: Path) -> list[str]:
         options = request.options
         assert isinstance(options, CursorOptions)
+        size = len(request.prompt.encode())
+        if size >= _ARG_BYTES:
+            raise UsageError(
+                f"cursor: the prompt is {size:,} bytes; cursor-agent takes its prompt only as a command-line "
+                f"argument, and skilltune passes at most {_ARG_BYTES:,} bytes that way (Linux allows 128 KiB "
+                "per argument; cursor-agent documents no stdin or file input). Shorten the prompt (with "
+                "placement=prepend, place the skill natively instead), or use an agent that reads a long "
+                "prompt from stdin (claude, codex, copilot, gemini, opencode, qwen)."
+            )
         argv = [self.binary(options), "-p", "--force", "--trust", "--output-format", "stream-json"]
         if options.model:
             argv += ["--model", options.model]

@@ -4,15 +4,19 @@ One rollout runs::
 
     gemini -m MODEL --prompt=PROMPT -o stream-json --skip-trust --approval-mode yolo [EXTRA...]
 
-in the workspace, with stdin closed and a private HOME whose ``~/.gemini/settings.json``
-skilltune writes: the auth type (``security.auth.selectedType``; without it gemini
-exits 41), update checks, usage statistics, telemetry, IDE and auto-memory off, gemini's
-own request attempts (``general.maxAttempts``; skilltune retries infra errors itself),
-the turn limit (``model.maxSessionTurns``), the tool allowlist (``tools.core``) and the
-thinking effort (a ``modelConfigs.overrides`` entry for the model). The prompt goes in
-as ``--prompt=TEXT``, one argv word, so a prompt that starts with ``---`` (front matter)
-is never read as an option. ``-m`` is always given: without it gemini first asks a
-router model (a JSON side call) which model to use.
+in the workspace, with stdin closed (a long prompt aside, see below) and a private HOME
+whose ``~/.gemini/settings.json`` skilltune writes: the auth type
+(``security.auth.selectedType``; without it gemini exits 41), update checks, usage
+statistics, telemetry, IDE and auto-memory off, gemini's own request attempts
+(``general.maxAttempts``; skilltune retries infra errors itself), the turn limit
+(``model.maxSessionTurns``), the tool allowlist (``tools.core``) and the thinking effort
+(a ``modelConfigs.overrides`` entry for the model). The prompt goes in as
+``--prompt=TEXT``, one argv word, so a prompt that starts with ``---`` (front matter) is
+never read as an option. A prompt over 100 kB (one argv string holds at most 128 KiB on
+Linux) goes to stdin instead, with no ``--prompt`` at all: gemini takes a piped stdin as
+the prompt (headless, stdout being a pipe); with ``--prompt`` as well it would send
+stdin, a blank line, then that text. ``-m`` is always given: without it gemini first asks
+a router model (a JSON side call) which model to use.
 
 Environment: the user's ``GEMINI_*`` / ``GOOGLE_*`` variables pass through
 (``GEMINI_API_KEY``, ``GOOGLE_GEMINI_BASE_URL``, Vertex and Code Assist variables),
@@ -71,6 +75,7 @@ _HTTP_EXIT = {code % 256: code for code in (400, 401, 403, 404, 408, 429, 500, 5
 _EXIT_AUTH = 41
 _EXIT_INPUT = 42
 _EXIT_TURN_LIMIT = 53
+_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; a longer prompt goes to stdin
 _TRANSIENT = re.compile(r"transient API issue", re.I)
 _STDERR_NOISE = ("at ", "YOLO mode", "Warning: 256-color", "[STARTUP]")
 # the user's variables that would bring their own gemini configuration into a rollout
@@ -283,11 +288,14 @@ class GeminiAgent(CLIBackend):
     def command(self, request: AgentRequest, home: Path) -> list[str]:
         options = request.options
         assert isinstance(options, GeminiOptions)
+        # One argv word: a leading "---" is never an option. A long prompt: stdin alone (gemini
+        # would send stdin, a blank line and --prompt's text as one prompt).
+        prompt = [] if self.stdin_text(request) is not None else [f"--prompt={request.prompt}"]
         return [
             self.binary(options),
             "-m",
             options.model or DEFAULT_MODEL,
-            f"--prompt={request.prompt}",  # one argv word: a leading "---" is never an option
+            *prompt,
             "-o",
             "stream-json",
             "--skip-trust",
@@ -295,6 +303,9 @@ class GeminiAgent(CLIBackend):
             "yolo",
             *options.extra_args,
         ]
+
+    def stdin_text(self, request: AgentRequest) -> str | None:
+        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         """No tools at all (an empty tools.core): gemini as a plain model for the proposer."""

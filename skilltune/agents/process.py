@@ -33,6 +33,7 @@ class ProcessOutcome:
     stalled: bool = False
     started: bool = True  # False: the executable could not be started at all
     error: str | None = None
+    errno: int | None = None  # why it could not be started (errno.E2BIG: argv too long, ENOENT...)
     last_output_s: float = field(default=0.0)  # seconds since start of the last stdout line
 
 
@@ -111,7 +112,9 @@ def run_agent_process(
     except OSError as exc:
         if stderr_path:
             stderr_file.close()  # type: ignore[union-attr]
-        return ProcessOutcome(None, [], str(exc), 0.0, started=False, error=f"{type(exc).__name__}: {exc}")
+        return ProcessOutcome(
+            None, [], str(exc), 0.0, started=False, error=f"{type(exc).__name__}: {exc}", errno=exc.errno
+        )
     with _LIVE_LOCK:
         _LIVE.add(proc.pid)
     lines: list[str] = []

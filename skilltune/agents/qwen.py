@@ -45,6 +45,16 @@ natively. ``effort`` is ``model.generationConfig.reasoning.effort`` (sent as
 Placement: a skill folder goes to ``<ws>/.qwen/skills/<name>/`` (listed to the model,
 loaded by the ``skill`` tool); a single instruction file may be QWEN.md or AGENTS.md
 (qwen reads both from the workspace); ``placement=system`` is ``--append-system-prompt``.
+A system prompt over 100 kB (one argv string holds at most 128 KiB on Linux; qwen has no
+file form of that flag) is written instead to ``<QWEN_HOME>/rules/skilltune-system.md``, a
+global rule: qwen puts it, between ``--- Rule from: ... ---`` and ``--- End of Rule from:
+... ---`` lines, at the end of its system prompt (after the context files), which is where
+``--append-system-prompt`` would have put it. Rules are taken as they are (no ``@file``
+imports, unlike QWEN.md, which would pull files of the private home such as the linked
+``.env`` into the prompt), except that qwen strips their HTML comments and reads a leading
+front matter as the rule's own: the file starts with a blank line (qwen trims it) so the
+skill's front matter is kept, and a skill holding ``<!--`` is refused (UsageError) rather
+than sent without its comments.
 
 Transcript: qwen's stream-json is claude-like (``system``/``init``, ``assistant`` and
 ``user`` messages, a final ``result`` with ``usage`` and ``num_turns``). An API failure
@@ -69,6 +79,7 @@ from skilltune.agents.cli import CLIBackend, CLIOptions
 from skilltune.agents.cli import clip as _clip
 from skilltune.agents.cli import content_text as _text
 from skilltune.agents.process import ProcessOutcome
+from skilltune.errors import UsageError
 
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --core-tools then enables no built-in tool
 # Tools qwen keeps on whatever --core-tools says (meta and interaction tools).
@@ -81,7 +92,8 @@ ALWAYS_ON_TOOLS = (
     "exit_plan_mode",
     "skill",
 )
-_ARG_BYTES = 100_000
+_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux
+SYSTEM_RULE = "rules/skilltune-system.md"  # in QWEN_HOME: a system prompt too long for argv
 _MAX_TURNS_EXIT = 53
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*)", re.S)
 _STATUS = re.compile(r"\b([1-5]\d\d)\b")
@@ -201,6 +213,27 @@ class QwenAgent(CLIBackend):
         config = self.qwen_home(home)
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(self.settings(request), indent=2), encoding="utf-8")
+        system = self.system_rule(request)
+        if system is not None:
+            if "<!--" in system:
+                raise UsageError(
+                    f"qwen: the system-placed skill is {len(system.encode()):,} bytes, too long for "
+                    "--append-system-prompt (Linux allows 128 KiB per argument), so it would go to a qwen "
+                    "rule file, from which qwen strips HTML comments (<!-- ... -->); remove them from the "
+                    "skill, or use placement=native or prepend"
+                )
+            rule = config / SYSTEM_RULE
+            rule.parent.mkdir(parents=True, exist_ok=True)
+            # the blank line keeps a front matter of the skill from being read as the rule's own
+            rule.write_text("\n" + system, encoding="utf-8")
+
+    @staticmethod
+    def system_rule(request: AgentRequest) -> str | None:
+        """The system-placed skill when it is too long for ``--append-system-prompt`` (a rule file)."""
+        system = request.system_prompt
+        if request.options.placement != "system" or not system or len(system.encode()) < _ARG_BYTES:
+            return None
+        return system
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         return {
@@ -250,7 +283,7 @@ class QwenAgent(CLIBackend):
             argv.append(f"--model={options.model}")
         if options.max_turns:
             argv += ["--max-session-turns", str(options.max_turns)]
-        if options.placement == "system" and request.system_prompt:
+        if options.placement == "system" and request.system_prompt and self.system_rule(request) is None:
             argv.append(f"--append-system-prompt={request.system_prompt}")
         restricted = self.tools_for(request)
         if restricted is not None:

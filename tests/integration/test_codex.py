@@ -357,6 +357,29 @@ def test_proposer_mode_is_read_only_without_shell(endpoint: Any) -> None:
     )
 
 
+def test_prompt_and_system_prompt_too_long_for_argv(tmp_path: Path, endpoint: Any) -> None:
+    """A 200 kB prompt goes to stdin (``-``), a 200 kB skill to config.toml: each reaches the model once."""
+    require_cli("codex")
+    server = endpoint(final_text("done"))
+    prompt = "LONG-PROMPT-START " + "word " * 40_000 + "LONG-PROMPT-END"  # over 128 KiB: no argv string
+    system = "LONG-SYSTEM-START " + "rule " * 40_000 + "LONG-SYSTEM-END"
+    opts = CodexOptions(
+        model=MODEL, placement="system", sandbox="read-only", shell=False, retries=0, wall_limit_s=60
+    )
+    request = _request(tmp_path, opts, prompt=prompt, system=system)
+    backend = CodexAgent()
+    argv = backend.command(request, tmp_path)
+    assert argv[-2:] == ["--", "-"] and backend.stdin_text(request) == prompt
+    assert not any(system in a or prompt in a for a in argv)  # developer_instructions: in config.toml
+    result = backend.run(request)
+    assert result.status == "ok", (result.reason, result.log_tail)
+    [call] = [r for r in server.requests if r.tools]
+    user = [p.get("text") for i in call.body["input"] if i.get("role") == "user" for p in i["content"]]
+    assert user.count(prompt) == 1 and call.text.count("LONG-PROMPT-START") == 1
+    developer = developer_text(call)
+    assert json.dumps(system) in developer and call.text.count("LONG-SYSTEM-START") == 1
+
+
 def _request(
     tmp_path: Path, opts: CodexOptions, prompt: str = "do it", system: str | None = None
 ) -> AgentRequest:

@@ -211,3 +211,25 @@ def test_options_refused_and_check(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     check = backend.check()
     assert not check.installed and check.fix and "not on npm" in check.fix
     assert any("tool restriction" in note for note in check.notes)
+
+
+def test_arguments_too_long_for_the_os_are_usage_errors(tmp_path: Path, stand_in: StandIn) -> None:
+    """No retry can start a command line Linux refuses (E2BIG): a UsageError saying what to shorten."""
+    stand_in("hello")
+    backend = CursorAgent()
+
+    def request(prompt: str, extra: list[str]) -> AgentRequest:
+        (tmp_path / "ws").mkdir(exist_ok=True)
+        return AgentRequest(
+            task=Task(id="t", prompt=prompt),
+            prompt=prompt,
+            workspace=tmp_path / "ws",
+            log_dir=tmp_path,
+            candidate_hash="noskill",
+            options=backend.parse_options({**FAST, "extra_args": extra}),
+        )
+
+    with pytest.raises(UsageError, match="takes its prompt only as a command-line argument"):
+        backend.run(request("word " * 40_000, []))
+    with pytest.raises(UsageError, match="E2BIG"):
+        backend.run(request("short", ["--note", "x" * 200_000]))

@@ -333,3 +333,14 @@ def make_request(tmp_path: Path, options: dict[str, Any], system_prompt: str | N
         candidate_hash="noskill",
         options=GeminiAgent().parse_options(options),
     )
+
+
+def test_prompt_too_long_for_argv_goes_to_stdin(endpoint: Any) -> None:
+    """A 200 kB prompt (over the 128 KiB of one argv string) reaches the model once, through stdin."""
+    require_cli("gemini")
+    server = endpoint(scenario=lambda request: Reply(text="the answer"))
+    prompt = "LONG-PROMPT-START " + "word " * 40_000 + "LONG-PROMPT-END"
+    result = GeminiAgent().complete(prompt, MODEL, wall_limit_s=120)
+    assert result.status == "ok", (result.status, result.reason, result.log_tail)
+    [request] = server.requests
+    assert request.text.count("LONG-PROMPT-START") == 1 and request.text.count("LONG-PROMPT-END") == 1

@@ -394,3 +394,22 @@ def _request(
         candidate_hash="noskill",
         options=opts,
     )
+
+
+def test_system_prompt_too_long_for_argv_goes_to_a_rule_file(tmp_path: Path, endpoint: Any) -> None:
+    """A 200 kB system-placed skill: a global rule at the end of qwen's system prompt, front matter kept."""
+    require_cli("qwen")
+    end = endpoint(scenario=lambda request: Reply(text="done"))
+    system = "---\nname: big\n---\nLONG-SYSTEM-START " + "rule " * 40_000 + "LONG-SYSTEM-END\n"
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "log").mkdir()
+    request = _request(tmp_path, QwenOptions(placement="system", wall_limit_s=60), system=system)
+    assert not any("LONG-SYSTEM-START" in a for a in QwenAgent().command(request, tmp_path))
+    result = QwenAgent().run(request)
+    assert result.status == "ok", (result.reason, result.log_tail)
+    text = system_text(end.calls()[0])
+    assert text.count("LONG-SYSTEM-START") == 1 and "name: big" in text
+    assert text.index("LONG-SYSTEM-END") > text.index("LONG-SYSTEM-START")
+    commented = _request(tmp_path, QwenOptions(placement="system"), system=system + "<!-- note -->")
+    with pytest.raises(UsageError, match="HTML comments"):
+        QwenAgent().run(commented)
