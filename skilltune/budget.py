@@ -95,10 +95,15 @@ class Plan:
 
 
 def spent(run: RunDir) -> Spent:
-    """Rollouts, tokens (agents and proposers) and USD recorded in the run directory."""
+    """Rollouts, tokens (agents and proposers) and USD recorded in the run directory.
+
+    A record copied from a shared rollout cache (``cached_from``) cost this run nothing.
+    """
     rollouts, tokens, cost = 0, 0, 0.0
     for path in run.root.rglob("record.json"):
         rec = RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        if rec.cached_from:
+            continue
         rollouts += 1
         tokens += (rec.tokens_in or 0) + (rec.tokens_out or 0)
         cost += rec.cost_usd or 0.0

@@ -28,7 +28,7 @@ from skilltune.alpha import RunAlpha
 from skilltune.budget import Budget, BudgetExhausted, Plan
 from skilltune.cache import RolloutCache
 from skilltune.compare import Comparison, build_comparison
-from skilltune.errors import SkilltuneError
+from skilltune.errors import SkilltuneError, UsageError
 from skilltune.execute import Executor, make_executor
 from skilltune.gate import Gate, Verdict, make_gate
 from skilltune.progress import Reporter, RunProgress, fmt
@@ -519,7 +519,9 @@ class Trainer:
             # The run's error-control policy sets this decision's level from earlier decisions.
             decided = [r.verdict == "keep" for r in self.finished() if r.alpha is not None]
             level = self.run_alpha.level(decided)
-            verdict = self.make_gate(level).decide(_Sampler()).model_copy(update={"alpha": level})
+            verdict = self.make_gate(level).decide(_Sampler())
+            if self.config.gate == "sequential":  # only its level comes from the run's alpha policy
+                verdict = verdict.model_copy(update={"alpha": level})
             if verdict.decision != "contaminated":  # a resumed unit must re-run the failed rollouts
                 write_json(path, verdict)
         if verdict.decision == "contaminated":
@@ -530,6 +532,11 @@ class Trainer:
         """The configured gate; a sequential one tests at this decision's ``level``."""
         c = self.config
         settings = dict(c.gate_options)
+        if "alpha" in settings:
+            raise UsageError(
+                "gate option alpha: a training run sets each decision's level from the run-wide alpha "
+                "(--alpha, default 0.05, spent over the run's decisions); drop alpha from the gate options"
+            )
         if c.gate == "sequential":
             settings["alpha"] = level
         return make_gate(c.gate, c.metric, c.reps, **settings)
@@ -537,9 +544,10 @@ class Trainer:
     def close_unit(self, folder: Path, record: UnitRecord, accepted: Candidate | None) -> UnitRecord:
         """Account the unit, move git, then write its record: the unit's commit point."""
         assert self.repo is not None
-        recs = [
-            RolloutRecord.model_validate_json(p.read_text(encoding="utf-8"))
+        recs = [  # what this unit ran: a record copied from a shared cache cost nothing
+            rec
             for p in sorted(folder.rglob("record.json"))
+            if not (rec := RolloutRecord.model_validate_json(p.read_text(encoding="utf-8"))).cached_from
         ]
         tokens = sum((r.tokens_in or 0) + (r.tokens_out or 0) for r in recs)
         if (folder / "reflections.json").is_file():

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.agents.process import interruptible_sleep
 from skilltune.cache import RolloutCache, rollout_key
 from skilltune.errors import ScoringError, SkilltuneError
 from skilltune.score.base import Score
@@ -192,6 +193,32 @@ class RolloutRunner:
             self.cache.store(key, folder, record.status)
         return record
 
+    def lost(self, job: RolloutJob, reason: str, attempts: int) -> RolloutRecord:
+        """Record a rollout the executor lost (its worker or node died each time): ``crashed``, never
+        scored, never cached; a contaminated batch for the gate, and a resume runs it again."""
+        folder = rollout_dir(self.out, job)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        record = RolloutRecord(
+            task_id=job.task.id,
+            split=job.task.split,
+            phase=job.phase,
+            replicate=job.replicate,
+            seed=job.seed,
+            candidate=job.candidate.hash if job.candidate else NO_SKILL,
+            agent=self.backend.name,
+            model=self.options.model,
+            options_hash=self.options_hash,
+            task_hash=self.suite.task_hash(job.task),
+            status="crashed",
+            reason=reason,
+            wall_s=0.0,
+            attempts=attempts,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        write_json(folder / "record.json", record)
+        return record
+
     def _run(self, job: RolloutJob, folder: Path) -> RolloutRecord:
         if folder.exists():
             shutil.rmtree(folder)  # a partial rollout from a killed process: start it over
@@ -207,36 +234,40 @@ class RolloutRunner:
         infra_errors = 0
         harness_failures = 0
         stalls = 0
-        while True:
-            attempts += 1
+        try:  # bad input, or the harness interrupted: no record, and no workspace left behind
+            while True:
+                attempts += 1
+                if workspace is not None:
+                    workspace.cleanup()
+                workspace = Workspace.create(safe_id(job.task.id), forbidden=[self.suite.root, self.out])
+                try:
+                    result, prompt = self._attempt(job, workspace, attempts - 1)
+                    crash = None
+                except SkilltuneError:
+                    raise
+                except Exception:
+                    harness_failures += 1
+                    crash = traceback.format_exc(limit=6)
+                    result = None
+                    if harness_failures >= 2:
+                        break
+                    continue  # a failure of our own gets one more try, whatever the infra budget
+                if result.stalled:
+                    stalls += 1
+                    if stalls < 2:
+                        continue  # a stuck agent (killed with its group) is requeued once
+                    crash = f"the agent stalled twice (no liveness): {result.reason}"
+                    break
+                if result.status != "infra_error":
+                    break
+                infra_errors += 1
+                if infra_errors >= self.retry.max_attempts:
+                    break
+                interruptible_sleep(self.retry.delay(infra_errors - 1, jitter))
+        except BaseException:
             if workspace is not None:
                 workspace.cleanup()
-            workspace = Workspace.create(safe_id(job.task.id), forbidden=[self.suite.root, self.out])
-            try:
-                result, prompt = self._attempt(job, workspace, attempts - 1)
-                crash = None
-            except SkilltuneError:
-                workspace.cleanup()
-                raise
-            except Exception:
-                harness_failures += 1
-                crash = traceback.format_exc(limit=6)
-                result = None
-                if harness_failures >= 2:
-                    break
-                continue  # a failure of our own gets one more try, whatever the infra budget
-            if result.stalled:
-                stalls += 1
-                if stalls < 2:
-                    continue  # a stuck agent (killed with its group) is requeued once
-                crash = f"the agent stalled twice (no liveness): {result.reason}"
-                break
-            if result.status != "infra_error":
-                break
-            infra_errors += 1
-            if infra_errors >= self.retry.max_attempts:
-                break
-            time.sleep(self.retry.delay(infra_errors - 1, jitter))
+            raise
         assert workspace is not None
         try:
             return self._finish(job, folder, workspace, result, prompt, crash, attempts, started, t0)
@@ -249,7 +280,7 @@ class RolloutRunner:
         placed = place_skill(
             job.candidate, workspace.path, self.backend, self.options.placement, job.task.prompt
         )
-        workspace.commit_baseline()
+        workspace.commit_baseline(exclude=self.backend.workspace_noise)
         if self.on_baseline is not None:
             self.on_baseline(job, workspace.path)
         request = AgentRequest(

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,16 +55,20 @@ for _level in (
     pygit2.settings.search_path[_level] = _NO_CONFIG
 
 
-def _stage_everything(repo: pygit2.Repository, root: Path) -> pygit2.Oid:
-    """Make the index exactly the work tree's files (ignore rules do not apply) and write its tree."""
+def _stage_everything(repo: pygit2.Repository, root: Path, exclude: Sequence[str] = ()) -> pygit2.Oid:
+    """Make the index exactly the work tree's files (ignore rules do not apply) and write its tree;
+    ``exclude``: relative paths (files, or folders with all they hold) left out."""
     index = repo.index
     index.clear()
+    skip = set(exclude)
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
+        rel_folder = Path(folder).relative_to(root)
+        dirs[:] = [d for d in dirs if d != ".git" and (rel_folder / d).as_posix() not in skip]
         for name in files:
-            if name == ".git":  # the repository itself, or a gitlink file of a nested checkout
+            rel = (rel_folder / name).as_posix()
+            if name == ".git" or rel in skip:  # .git: the repository, or a nested checkout's gitlink
                 continue
-            index.add((Path(folder) / name).relative_to(root).as_posix())
+            index.add(rel)
     index.write()
     tree: pygit2.Oid = index.write_tree()
     return tree
@@ -104,6 +109,7 @@ class Workspace:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.baseline: str | None = None
+        self.exclude: tuple[str, ...] = ()
 
     @classmethod
     def create(cls, label: str, forbidden: list[Path] | None = None) -> Workspace:
@@ -117,8 +123,11 @@ class Workspace:
         path = Path(tempfile.mkdtemp(prefix=f"{label[:40]}-", dir=root))
         return cls(path)
 
-    def commit_baseline(self) -> str:
-        """Make the starting state a fresh single-commit repository (history from prepare is dropped)."""
+    def commit_baseline(self, exclude: Sequence[str] = ()) -> str:
+        """Make the starting state a fresh single-commit repository (history from prepare is dropped).
+
+        ``exclude``: paths the agent CLI itself writes (its housekeeping, not the agent's work),
+        left out of the baseline and of the diff."""
         # Every .git (nested repositories and gitlink files too): no history may leak, and
         # the agent's edits inside a nested repository must show in the diff.
         for found in sorted(self.path.rglob(".git"), key=lambda p: len(p.parts), reverse=True):
@@ -128,7 +137,8 @@ class Workspace:
                 found.unlink(missing_ok=True)
         # In-process git (libgit2): a fraction of the time of four git processes per rollout.
         repo = pygit2.init_repository(str(self.path))
-        tree = _stage_everything(repo, self.path)
+        self.exclude = tuple(exclude)
+        tree = _stage_everything(repo, self.path, self.exclude)
         self.baseline = str(
             repo.create_commit("HEAD", _SIGNATURE, _SIGNATURE, "skilltune baseline", tree, [])
         )
@@ -146,7 +156,7 @@ class Workspace:
             repo = pygit2.Repository(str(self.path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
             if Path(repo.workdir or "").resolve() != self.path.resolve():
                 raise ValueError("the workspace is no longer the repository's work tree")
-            _stage_everything(repo, self.path)
+            _stage_everything(repo, self.path, self.exclude)
             baseline = repo.get(self.baseline)
             if not isinstance(baseline, pygit2.Commit):
                 raise KeyError(self.baseline)

@@ -1,4 +1,4 @@
-"""Test-wide set-up: the agent CLIs installed by `make agent-clis` are on PATH."""
+"""Test-wide set-up: the agent CLIs installed by `make agent-clis` are on PATH; Ray stays on loopback."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ REPO = Path(__file__).resolve().parents[1]
 CLI_BIN = REPO / "agentclis" / "node_modules" / ".bin"
 if CLI_BIN.is_dir():
     os.environ["PATH"] = f"{CLI_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+# Ray reads this when it is first imported (whichever test module does so first): it keeps every socket
+# of the local Ray instance on loopback (../shared/ENV-NOTES.md); tests must not listen elsewhere.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 def require_cli(executable: str) -> str:

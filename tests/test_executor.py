@@ -163,3 +163,37 @@ def test_reap_orphans_kills_registered_groups() -> None:
     assert reap_orphans() >= 1
     proc.wait(timeout=10)
     assert not _alive(marker)
+
+
+def test_an_interrupt_kills_running_agents_at_once_and_leaves_no_record(
+    tmp_path: Path, stand_in: type[StandInAgent]
+) -> None:
+    """Ctrl-C during a batch: the running agents die now (not at their 60 s wall limit), no rollout is
+    recorded as a failure of any kind, and the next batch runs normally."""
+    import signal
+    import threading
+
+    tasks = [
+        {"id": f"t{i}", "prompt": "p", "stand_in": "busy", "scoring": {"mode": "command", "command": "true"}}
+        for i in range(4)
+    ]
+    suite = write_suite(tmp_path / "suite", [dict(tasks[0], id="train-t")], tasks)
+    out = tmp_path / "out"
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(2.0, signal.pthread_kill, (main, signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(suite, None, agent="stand-in", out=out, workers=2, agent_options={"wall_limit_s": 60})
+    finally:
+        timer.cancel()
+    assert time.monotonic() - t0 < 30, "the interrupt waited for the agents' wall limit"
+    time.sleep(0.2)
+    assert not _alive(stand_in.marker), "an agent survived the interrupt"
+    assert not list(out.rglob("record.json"))  # neither a task failure nor an infra error
+    assert stand_in.counter.read_text().split() == ["busy", "busy"]  # the queued ones never started
+    again = evaluate(suite, None, agent="stand-in", out=tmp_path / "again", workers=2,
+                     agent_options={"wall_limit_s": 1.0})  # fmt: skip
+    assert again.n_rollouts == 4

@@ -85,3 +85,43 @@ def test_ray_fills_and_reads_the_cache_on_the_driver(tmp_path: Path, ray_executo
     assert again.per_task == first.per_task
     records = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")]
     assert records and all(r["cached_from"] for r in records)
+
+
+def test_a_worker_that_dies_is_requeued_once_then_recorded_as_crashed(
+    tmp_path: Path, ray_executor: RayExecutor
+) -> None:
+    """An agent that kills its Ray worker: the rollout runs twice, then it is a crashed record (never a
+    task failure), the batch is contaminated, and the other rollouts land as usual."""
+    import stat
+    import textwrap
+
+    from tests.helpers import write_suite
+
+    counter = tmp_path / "starts.txt"
+    killer = tmp_path / "killer"
+    killer.write_text(
+        textwrap.dedent(f"""\
+            #!/bin/sh
+            [ "$1" = --version ] && echo 1.0 && exit 0
+            echo start >> {counter}
+            kill -9 $PPID
+            """)
+    )
+    killer.chmod(killer.stat().st_mode | stat.S_IXUSR)
+    task = {"id": "t", "prompt": "p", "scoring": {"mode": "exact", "expected": "x"}}
+    suite = write_suite(tmp_path / "suite", [dict(task, id="train-t")], [task])
+    summary = evaluate(
+        suite,
+        None,
+        agent="claude",
+        out=tmp_path / "out",
+        executor=ray_executor,
+        agent_options={"executable": str(killer), "wall_limit_s": 60},
+    )
+    assert counter.read_text().split() == ["start", "start"]
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("record.json")]
+    assert record["status"] == "crashed" and record["score"] is None and record["attempts"] == 2
+    assert "Ray lost this rollout twice" in record["reason"]
+    assert summary.contaminated and summary.statuses == {"crashed": 1}
+    after = evaluate(MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "after", executor=ray_executor)
+    assert after.n_scored == after.n_rollouts  # the executor still works

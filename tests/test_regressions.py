@@ -605,3 +605,56 @@ def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
         ["git", "status", "--porcelain"], check=True, cwd=outer, capture_output=True, text=True
     ).stdout
     assert not [line for line in status.splitlines() if not line.startswith("??")], status
+
+
+def test_rollouts_copied_from_a_shared_cache_cost_the_run_nothing(tmp_path: Path) -> None:
+    """A second run replaying every rollout from the shared cache spends no rollout budget."""
+    from skilltune.budget import spent
+    from skilltune.progress import PlainReporter
+
+    cache = str(tmp_path / "cache")
+    kwargs: dict[str, Any] = {"runs_dir": str(tmp_path), "max_steps": 2, "seed": 4, "cache": cache}
+    first = train(MOCK_SUITE, MOCK_SKILL, tag="a", reporter=PlainReporter(quiet=True), **kwargs)
+    second = train(MOCK_SUITE, MOCK_SKILL, tag="b", reporter=PlainReporter(quiet=True), **kwargs)
+    assert first.best_hash == second.best_hash
+    ran = spent(RunDir(tmp_path / "a"))
+    replayed = spent(RunDir(tmp_path / "b"))
+    assert ran.rollouts > 0 and replayed.rollouts == 0 and replayed.cost_usd == 0
+    units = list((tmp_path / "b" / "steps").glob("*/step.json"))
+    assert units and all(read_json(u)["rollouts"] == 0 for u in units)
+    cached = list((tmp_path / "b").rglob("record.json"))
+    assert cached and all(read_json(p)["cached_from"] for p in cached)
+
+
+def test_gate_options_cannot_set_alpha_and_only_the_sequential_gate_records_one(tmp_path: Path) -> None:
+    from skilltune.progress import PlainReporter
+
+    quiet: dict[str, Any] = {"reporter": PlainReporter(quiet=True), "runs_dir": str(tmp_path), "seed": 1}
+    with pytest.raises(UsageError, match="run-wide alpha"):
+        train(MOCK_SUITE, MOCK_SKILL, tag="a", gate_options={"alpha": 0.2}, **quiet)
+    assert not (tmp_path / "a").exists()
+    train(MOCK_SUITE, MOCK_SKILL, tag="s", gate="strict", max_steps=2, **quiet)
+    verdicts = [read_json(p) for p in (tmp_path / "s" / "steps").glob("*/gate.json")]
+    assert verdicts and all(v["alpha"] is None for v in verdicts)
+
+
+def test_a_backends_workspace_noise_stays_out_of_the_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paths the CLI writes for itself (opencode's .opencode/ plugin set-up) are not the agent's work."""
+    from skilltune.agents.opencode import OpencodeAgent
+    from skilltune.workspace import Workspace
+
+    monkeypatch.setenv("SKILLTUNE_WORKSPACES", str(tmp_path / "ws"))
+    workspace = Workspace.create("t")
+    (workspace.path / ".opencode" / "skills" / "s").mkdir(parents=True)
+    (workspace.path / ".opencode" / "skills" / "s" / "SKILL.md").write_text("skill\n")
+    workspace.commit_baseline(exclude=OpencodeAgent.workspace_noise)
+    (workspace.path / ".opencode" / ".gitignore").write_text("node_modules\n")
+    (workspace.path / ".opencode" / "node_modules" / "x").mkdir(parents=True)
+    (workspace.path / ".opencode" / "node_modules" / "x" / "index.js").write_text("1\n")
+    (workspace.path / ".opencode" / "skills" / "s" / "SKILL.md").write_text("edited\n")
+    (workspace.path / "answer.txt").write_text("42\n")
+    diff = workspace.diff()
+    assert "b/answer.txt" in diff and "b/.opencode/skills/s/SKILL.md" in diff  # the agent's own edits
+    assert "node_modules" not in diff and ".opencode/.gitignore" not in diff

@@ -111,6 +111,9 @@ class AgentBackend(ABC):
     executable: ClassVar[str | None] = None
     install_hint: ClassVar[str] = ""
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
+    # Paths in the workspace the CLI itself writes (its housekeeping, not the agent's work): never in
+    # the baseline or the diff. Everything else the agent leaves is, whatever a .gitignore says.
+    workspace_noise: ClassVar[tuple[str, ...]] = ()
 
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"

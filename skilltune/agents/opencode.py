@@ -161,6 +161,12 @@ class OpencodeAgent(CLIBackend):
         "(apt-get install ripgrep); then `opencode auth login`, or set OPENAI_BASE_URL / a provider key"
     )
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
+    # opencode treats <ws>/.opencode/ as a config folder and sets it up for plugins (its own
+    # .gitignore lists exactly these): not the agent's work.
+    workspace_noise: ClassVar[tuple[str, ...]] = tuple(
+        f".opencode/{name}"
+        for name in (".gitignore", "node_modules", "package.json", "package-lock.json", "bun.lock")
+    )
     env_prefixes: ClassVar[tuple[str, ...]] = (
         "OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "OPENROUTER_", "AZURE_", "AWS_", "VERTEX_",
     )  # fmt: skip

@@ -39,6 +39,29 @@ class ProcessOutcome:
 
 _LIVE: set[int] = set()  # process groups of agents still running (for reap_orphans)
 _LIVE_LOCK = threading.Lock()
+_INTERRUPTED = threading.Event()  # the harness is shutting down (Ctrl-C): agents are killed, not data
+
+
+class RolloutInterrupted(BaseException):
+    """The harness was interrupted while this rollout ran: its agent was killed, so what it did is no
+    result (neither a task failure nor an infra error); no record is written and a resume runs it again.
+    A BaseException, so the harness's own failure handling (``except Exception``) lets it through."""
+
+
+def interrupt_agents() -> int:
+    """Kill every running agent and make rollouts raise RolloutInterrupted until ``clear_interrupt``."""
+    _INTERRUPTED.set()
+    return reap_orphans()
+
+
+def clear_interrupt() -> None:
+    _INTERRUPTED.clear()
+
+
+def interruptible_sleep(seconds: float) -> None:
+    """Sleep (a retry's backoff), ending at once with RolloutInterrupted when the harness is interrupted."""
+    if _INTERRUPTED.wait(seconds):
+        raise RolloutInterrupted
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -96,6 +119,8 @@ def run_agent_process(
     stdin_text: str | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion or until a limit; never raises for the agent's own failure."""
+    if _INTERRUPTED.is_set():
+        raise RolloutInterrupted
     t0 = time.monotonic()
     token = uuid.uuid4().hex
     stderr_file = stderr_path.open("wb") if stderr_path else subprocess.DEVNULL
@@ -174,6 +199,8 @@ def run_agent_process(
             mirror.close()
         if stderr_path:
             stderr_file.close()  # type: ignore[union-attr]
+    if _INTERRUPTED.is_set():  # killed by interrupt_agents: not the agent's outcome
+        raise RolloutInterrupted
     tail = ""
     if stderr_path and stderr_path.is_file():
         data = stderr_path.read_bytes()

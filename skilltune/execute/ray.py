@@ -103,6 +103,10 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
 
 class RayExecutor:
     def __init__(self, workers: int = 4, address: str | None = None) -> None:
+        if not address:
+            # Keep every socket of the local instance on loopback (ENV-NOTES: without this Ray binds
+            # the machine's other addresses and ignores a requested node IP); set before Ray is imported.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
             import ray
         except ImportError:
@@ -118,9 +122,6 @@ class RayExecutor:
             if self.address:
                 ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False)
             else:
-                # Keep every socket of the local instance on loopback (ENV-NOTES: without this Ray
-                # binds the machine's other addresses and ignores a requested node IP).
-                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
                 ray.init(
                     num_cpus=self.workers,
                     include_dashboard=False,
@@ -153,23 +154,42 @@ class RayExecutor:
             todo.append(job)
         queue = iter(todo)
         pending: dict[Any, RolloutJob] = {}
+        lost: dict[int, int] = {}  # id(job): how many times its worker or node died under it
+
+        def submit(job: RolloutJob) -> None:
+            pending[self._remote.remote(spec, JobSpec.of(job))] = job
+
         try:
             for job in queue:
-                pending[self._remote.remote(spec, JobSpec.of(job))] = job
+                submit(job)
                 if len(pending) >= self.workers * 2:
                     break
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     job = pending.pop(ref)
-                    record_json, files = ray.get(ref)
-                    yield self._land(runner, job, record_json, files)
+                    try:
+                        record_json, files = ray.get(ref)
+                    except ray.exceptions.RayTaskError as exc:  # the rollout code raised: bad input
+                        cause = getattr(exc, "cause", None)
+                        raise (cause if isinstance(cause, Exception) else exc) from None
+                    except ray.exceptions.RayError as exc:  # the worker, its node or the object was lost
+                        lost[id(job)] = lost.get(id(job), 0) + 1
+                        if lost[id(job)] < 2:
+                            submit(job)  # requeued once, like a stuck agent
+                            continue
+                        reason = f"Ray lost this rollout twice: {type(exc).__name__}: {exc}"
+                        yield runner.lost(job, reason[:2000], attempts=lost[id(job)])
+                    else:
+                        yield self._land(runner, job, record_json, files)
                     nxt = next(queue, None)
                     if nxt is not None:
-                        pending[self._remote.remote(spec, JobSpec.of(nxt))] = nxt
+                        submit(nxt)
         finally:
+            # A KeyboardInterrupt in each worker: the rollout's own cleanup kills its agent's process
+            # group (force=True would kill the worker and leave the agent, in a session of its own).
             for ref in pending:
-                ray.cancel(ref, force=True)
+                ray.cancel(ref, force=False)
 
     @staticmethod
     def _land(
