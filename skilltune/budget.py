@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from skilltune.rollout import RolloutRecord
 from skilltune.store import RunDir, read_json
@@ -94,23 +95,24 @@ class Plan:
         return f"train {self.batch}x{self.reps}{screen}, gate up to 2x{self.val}x{self.gate_reps}"
 
 
-def spent(run: RunDir) -> Spent:
-    """Rollouts, tokens (agents and proposers) and USD recorded in the run directory.
+def records_run(folder: Path) -> list[RolloutRecord]:
+    """The rollout records under ``folder`` that were run, not copied from a shared rollout cache
+    (``cached_from``: those cost nothing here)."""
+    found = (
+        RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        for path in sorted(folder.rglob("record.json"))
+    )
+    return [rec for rec in found if not rec.cached_from]
 
-    A record copied from a shared rollout cache (``cached_from``) cost this run nothing.
-    """
-    rollouts, tokens, cost = 0, 0, 0.0
-    for path in run.root.rglob("record.json"):
-        rec = RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
-        if rec.cached_from:
-            continue
-        rollouts += 1
-        tokens += (rec.tokens_in or 0) + (rec.tokens_out or 0)
-        cost += rec.cost_usd or 0.0
+
+def spent(run: RunDir) -> Spent:
+    """Rollouts, tokens (agents and proposers) and USD recorded in the run directory."""
+    records = records_run(run.root)
+    tokens = sum((rec.tokens_in or 0) + (rec.tokens_out or 0) for rec in records)
     for path in run.steps.rglob("reflections.json"):
         for call in read_json(path).get("calls", []):
             tokens += (call.get("tokens_in") or 0) + (call.get("tokens_out") or 0)
-    return Spent(rollouts, tokens, cost)
+    return Spent(len(records), tokens, sum(rec.cost_usd or 0.0 for rec in records))
 
 
 def hours_spent(run: RunDir) -> float:

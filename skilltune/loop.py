@@ -12,6 +12,7 @@ gate, the edit budget, the proposer); this module only sequences them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
 from skilltune.alpha import RunAlpha
-from skilltune.budget import Budget, BudgetExhausted, Plan
+from skilltune.budget import Budget, BudgetExhausted, Plan, records_run
 from skilltune.cache import RolloutCache
 from skilltune.compare import Comparison, build_comparison
 from skilltune.errors import SkilltuneError, UsageError
@@ -215,14 +216,15 @@ class Trainer:
             else:
                 todo.append(job)
         self.check_stop()
-        for record in self.executor.map(todo, runner):
-            job = by_key[(record.candidate[:12], record.task_id, record.replicate)]
-            records.append((record, rollout_dir(out, job)))
-            self.progress.rollouts_done += 1
-            self.progress.session_rollouts += 1
-            self.reporter.update(self.progress)
-            if self.stop_requested():
-                break  # the executor finishes the rollouts already running, then stops
+        with contextlib.closing(self.executor.map(todo, runner)) as batch:
+            for record in batch:
+                job = by_key[(record.candidate[:12], record.task_id, record.replicate)]
+                records.append((record, rollout_dir(out, job)))
+                self.progress.rollouts_done += 1
+                self.progress.session_rollouts += 1
+                self.reporter.update(self.progress)
+                if self.stop_requested():
+                    break  # the executor finishes the rollouts already running, then stops
         self.check_stop()
         return sorted(records, key=lambda rf: (rf[0].candidate, rf[0].task_id, rf[0].replicate))
 
@@ -272,7 +274,7 @@ class Trainer:
             self.check_stop()
             self.check_suite()
             need = self.plan.step if kind == "step" else self.plan.epoch
-            already = sum(1 for _ in self.unit_dir(kind, index).rglob("record.json"))
+            already = len(records_run(self.unit_dir(kind, index)))
             self.budget.check(self.run, need, already)
             record = self.step(index, done) if kind == "step" else slow_update(self, index, done)
             done.append(record)
@@ -544,11 +546,7 @@ class Trainer:
     def close_unit(self, folder: Path, record: UnitRecord, accepted: Candidate | None) -> UnitRecord:
         """Account the unit, move git, then write its record: the unit's commit point."""
         assert self.repo is not None
-        recs = [  # what this unit ran: a record copied from a shared cache cost nothing
-            rec
-            for p in sorted(folder.rglob("record.json"))
-            if not (rec := RolloutRecord.model_validate_json(p.read_text(encoding="utf-8"))).cached_from
-        ]
+        recs = records_run(folder)  # what this unit ran: a record copied from a shared cache cost nothing
         tokens = sum((r.tokens_in or 0) + (r.tokens_out or 0) for r in recs)
         if (folder / "reflections.json").is_file():
             calls = read_json(folder / "reflections.json").get("calls", [])

@@ -145,10 +145,15 @@ class RolloutRunner:
     on_baseline: Callable[[RolloutJob, Path], None] | None = None
     cache: RolloutCache | None = None
     fresh: bool = False  # run even when the cache holds this rollout (results are still stored)
+    # The driver's options hash, on a Ray worker: records must match the run directory's runner
+    # whatever the worker's own environment or CLI version.
+    driver_options_hash: str | None = None
 
     @functools.cached_property
     def options_hash(self) -> str:
         """The agent, its options and its cache identity (environment model/endpoint, version)."""
+        if self.driver_options_hash is not None:
+            return self.driver_options_hash
         identity = self.backend.cache_identity(self.options)
         return sha256_text(
             canonical_json(

@@ -7,9 +7,11 @@ suite. It lives outside the suite and outside the run directory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -55,20 +57,40 @@ for _level in (
     pygit2.settings.search_path[_level] = _NO_CONFIG
 
 
+_HIDDEN_GIT = ".git.skilltune-hidden"  # a nested repository's .git, set aside while the diff is made
+
+
 def _stage_everything(repo: pygit2.Repository, root: Path, exclude: Sequence[str] = ()) -> pygit2.Oid:
     """Make the index exactly the work tree's files (ignore rules do not apply) and write its tree;
-    ``exclude``: relative paths (files, or folders with all they hold) left out."""
+    ``exclude``: relative paths (files, or folders with all they hold) left out.
+
+    Regular files and symlinks only (a symlink to a folder is staged as the link): a FIFO or a
+    socket the agent left cannot be read as a file (opening a FIFO would block for ever)."""
     index = repo.index
     index.clear()
     skip = set(exclude)
     for folder, dirs, files in os.walk(root):
         rel_folder = Path(folder).relative_to(root)
-        dirs[:] = [d for d in dirs if d != ".git" and (rel_folder / d).as_posix() not in skip]
-        for name in files:
-            rel = (rel_folder / name).as_posix()
-            if name == ".git" or rel in skip:  # .git: the repository, or a nested checkout's gitlink
+        entries = list(files)
+        kept_dirs = []
+        for name in dirs:
+            if name in (".git", _HIDDEN_GIT) or (rel_folder / name).as_posix() in skip:
                 continue
-            index.add(rel)
+            if (Path(folder) / name).is_symlink():
+                entries.append(name)  # os.walk does not descend into it; git records the link
+            else:
+                kept_dirs.append(name)
+        dirs[:] = kept_dirs
+        for name in entries:
+            rel = (rel_folder / name).as_posix()
+            if name in (".git", _HIDDEN_GIT) or rel in skip:  # .git: the repository, or a gitlink file
+                continue
+            try:
+                mode = os.lstat(Path(folder) / name).st_mode
+            except FileNotFoundError:  # removed since the walk listed it
+                continue
+            if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+                index.add(rel)
     index.write()
     tree: pygit2.Oid = index.write_tree()
     return tree
@@ -149,9 +171,12 @@ class Workspace:
         ones included; repositories the agent made inside the workspace count as plain folders."""
         if self.baseline is None:
             return ""
-        nested = [g for g in self.path.rglob(".git") if g.parent != self.path]
-        hidden = [g.rename(g.with_name(".git.skilltune-hidden")) for g in nested]
+        hidden: list[Path] = []
         try:
+            # libgit2 will not stage files inside another repository: the agent's own repositories
+            # are set aside while the index is built (their .git is never staged) and put back.
+            for found in [g for g in self.path.rglob(".git") if g.parent != self.path and g.is_dir()]:
+                hidden.append(found.rename(found.with_name(_HIDDEN_GIT)))
             # NO_SEARCH: if the agent removed .git, never fall back to a repository above the workspace.
             repo = pygit2.Repository(str(self.path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
             if Path(repo.workdir or "").resolve() != self.path.resolve():
@@ -161,11 +186,12 @@ class Workspace:
             if not isinstance(baseline, pygit2.Commit):
                 raise KeyError(self.baseline)
             text = repo.diff(baseline, cached=True).patch or ""
-        except (pygit2.GitError, KeyError, ValueError) as exc:
+        except (pygit2.GitError, KeyError, ValueError, OSError) as exc:
             return f"# skilltune: no diff (the agent changed the git repository): {exc}\n"
         finally:
             for moved in hidden:  # put the agent's own repositories back for the scorer
-                moved.rename(moved.with_name(".git"))
+                with contextlib.suppress(OSError):
+                    moved.rename(moved.with_name(".git"))
         if len(text) > MAX_DIFF_BYTES:
             return text[:MAX_DIFF_BYTES] + f"\n# skilltune: diff truncated at {MAX_DIFF_BYTES} characters\n"
         return text

@@ -197,3 +197,50 @@ def test_an_interrupt_kills_running_agents_at_once_and_leaves_no_record(
     again = evaluate(suite, None, agent="stand-in", out=tmp_path / "again", workers=2,
                      agent_options={"wall_limit_s": 1.0})  # fmt: skip
     assert again.n_rollouts == 4
+
+
+def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
+    tmp_path: Path, stand_in: type[StandInAgent]
+) -> None:
+    """A gate decided (the consumer closes the iterator) and the running rollouts are left to finish;
+    Ctrl-C then kills them at once, and they leave no record."""
+    import signal
+    import threading
+
+    from skilltune.agents import get_backend
+    from skilltune.execute import LocalExecutor
+    from skilltune.rollout import RolloutJob, RolloutRunner
+    from skilltune.suite import load_suite
+
+    tasks = [
+        {"id": "fast", "prompt": "p", "stand_in": "ok", "scoring": {"mode": "command", "command": "true"}},
+        {"id": "slow", "prompt": "p", "stand_in": "busy", "scoring": {"mode": "command", "command": "true"}},
+    ]
+    suite = load_suite(write_suite(tmp_path / "suite", [dict(tasks[0], id="train-t")], tasks))
+    backend = get_backend("stand-in")
+    runner = RolloutRunner(
+        suite=suite,
+        backend=backend,
+        options=backend.parse_options({"wall_limit_s": 60}),
+        out=tmp_path / "out",
+    )
+    jobs = [RolloutJob(task, "eval", None, 0, 0) for task in suite.tasks("val")]
+    batch = LocalExecutor(2).map(jobs, runner)
+    first = next(batch)
+    assert first.task_id == "fast"
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            batch.close()  # waits for "slow", which only its 60 s wall limit would end
+    finally:
+        timer.cancel()
+    assert time.monotonic() - t0 < 30, "the second interrupt waited for the agent's wall limit"
+    time.sleep(0.2)
+    assert not _alive(stand_in.marker), "an agent survived the interrupt"
+    records = sorted(p.parent.name for p in (tmp_path / "out").rglob("record.json"))
+    assert records == ["fast_r0"], records
+    assert sorted(stand_in.counter.read_text().split()) == ["busy", "ok"]  # not restarted after the kill

@@ -559,6 +559,33 @@ def test_cache_key_covers_the_agents_environment(monkeypatch: pytest.MonkeyPatch
         "ANTHROPIC_API_KEY" not in identity["env"]
         and identity["env"]["ANTHROPIC_MODEL"] == "claude-sonnet-4-6"
     )
+    # per-session values never change the key (resume and a shared cache must still hit)
+    sonnet = key()
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "s1")
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "b1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA1")
+    assert key() == sonnet
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://proxy.internal")
+    assert key() != sonnet
+    copilot = get_backend("copilot")
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus")
+    assert copilot.cache_identity(copilot.parse_options({}))["env"] == {}
+
+
+def test_cli_version_in_the_cache_key_is_the_number_and_a_failure_is_not_remembered(tmp_path: Path) -> None:
+    from skilltune.agents.base import version_number
+
+    exe = tmp_path / "agent"
+    exe.write_text("#!/bin/sh\necho 'Claude Code 2.1.4 (build 77)'\n")
+    exe.chmod(0o755)
+    assert version_number(str(exe)) == "2.1.4"
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'error: cannot read config' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    assert version_number(str(broken)) is None
+    broken.write_text("#!/bin/sh\necho 0.9.1\n")
+    assert version_number(str(broken)) == "0.9.1"  # asked again: the failure was not cached
 
 
 def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
@@ -598,7 +625,23 @@ def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
     diff = workspace.diff()
     for path in ("run.log", "build/answer.txt", "gone.txt", "app/main.rs"):
         assert f"b/{path}" in diff or f"a/{path}" in diff, path
+    assert diff.count("diff --git ") == 4, diff  # none of the agent's repository's internals
+    assert ".git" not in diff.replace("b/.gitignore", "").replace("a/.gitignore", ""), diff
     assert (ws / "app" / ".git").is_dir()  # the agent's repository is back for the scorer
+    # a FIFO and a socket are not files (reading a FIFO would block for ever); a link to a folder
+    # is recorded as the link
+    import os
+    import socket
+
+    os.mkfifo(ws / "pipe")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(ws / "agent.sock"))
+    (ws / "data").mkdir()
+    (ws / "data" / "x.txt").write_text("x")
+    (ws / "link").symlink_to("data", target_is_directory=True)
+    diff = workspace.diff()
+    server.close()
+    assert "b/link" in diff and "b/data/x.txt" in diff and "pipe" not in diff and "sock" not in diff
     shutil.rmtree(ws / ".git")
     assert workspace.diff().startswith("# skilltune: no diff")
     status = subprocess.run(

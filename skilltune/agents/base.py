@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import functools
+import re
 import shutil
 import subprocess
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -140,8 +141,8 @@ class AgentBackend(ABC):
     def run(self, request: AgentRequest) -> AgentResult: ...
 
 
-@functools.lru_cache(maxsize=64)
 def _version(executable: str) -> str | None:
+    """The first line ``EXE --version`` prints (for ``skilltune agents``), or None."""
     try:
         out = subprocess.run(
             [executable, "--version"],
@@ -155,3 +156,23 @@ def _version(executable: str) -> str | None:
         return None
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if text else None
+
+
+_VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.]+)?")
+_VERSION_NUMBERS: dict[str, str] = {}  # executable -> its version number, once found
+_VERSION_LOCK = threading.Lock()
+
+
+def version_number(executable: str) -> str | None:
+    """The version number of ``EXE --version`` (e.g. ``2.1.4``), remembered for the process once
+    found; None when it cannot be read (not remembered: the next call asks again). Part of cache
+    keys, so only the number, never an error message or a banner."""
+    with _VERSION_LOCK:
+        if executable in _VERSION_NUMBERS:
+            return _VERSION_NUMBERS[executable]
+    found = _VERSION_NUMBER.search(_version(executable) or "")
+    if found is None:
+        return None
+    with _VERSION_LOCK:
+        _VERSION_NUMBERS[executable] = found.group(0)
+    return found.group(0)

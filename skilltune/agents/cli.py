@@ -37,7 +37,7 @@ from skilltune.agents.base import (
     AgentRequest,
     AgentResult,
     BackendCheck,
-    _version,
+    version_number,
 )
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome, run_agent_process
@@ -45,6 +45,12 @@ from skilltune.errors import UsageError
 from skilltune.store import is_secret_key
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
+# Variables of a CLI that choose what answers (part of the rollout cache key): ANTHROPIC_MODEL,
+# OPENAI_BASE_URL, GOOGLE_CLOUD_PROJECT, CLAUDE_CODE_USE_BEDROCK, AWS_REGION, GH_HOST, ...
+_BEHAVIOUR_VAR = re.compile(
+    r"(^|_)(MODEL|BASE_URL|API_BASE|ENDPOINT|HOST|REGION|LOCATION|PROJECT|PROVIDER|USE_[A-Z]+"
+    r"|API_VERSION|DEPLOYMENT[A-Z_]*|EFFORT|THINKING[A-Z_]*|MAX_[A-Z_]*TOKENS)(_|$)"
+)
 NETWORK_ENV = (
     "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "no_proxy", "all_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
@@ -131,14 +137,18 @@ class CLIBackend(AgentBackend):
         return found
 
     def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
-        """The CLI's version and the non-secret variables it reads (model, endpoint, base URL)."""
+        """The CLI's version number and those of its variables that choose what answers (model,
+        endpoint, region, provider switches): stable across sessions, so resume and a shared cache
+        still hit, while pointing the CLI at another model or endpoint misses. Secrets, session
+        plumbing (D-Bus, IDE ports) and credential expiry times are left out."""
         env = {
             key: value
             for key, value in sorted(os.environ.items())
             if (key in self.env_names or any(key.startswith(p) for p in self.env_prefixes))
+            and _BEHAVIOUR_VAR.search(key)
             and not is_secret_key(key)
         }
-        return {"version": _version(self.binary(options)), "env": env}
+        return {"version": version_number(self.binary(options)), "env": env}
 
     def binary(self, options: AgentOptions) -> str:
         configured = getattr(options, "executable", None)

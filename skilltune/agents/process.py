@@ -176,6 +176,10 @@ def run_agent_process(
                 proc.wait(timeout=0.2)
                 break
             except subprocess.TimeoutExpired:
+                if _INTERRUPTED.is_set():  # started while interrupt_agents ran: killed here instead
+                    kill_group(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    break
                 now = time.monotonic()
                 if now - t0 > wall_limit_s:
                     timed_out = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Protocol
 
 from skilltune.rollout import RolloutJob, RolloutRecord, RolloutRunner
@@ -12,7 +12,11 @@ class Executor(Protocol):
     """``map`` yields one RolloutRecord per job, in completion order (not job order).
 
     Callers that decide on results sort them into canonical (task, replicate)
-    order first, so parallelism cannot change a decision.
+    order first, so parallelism cannot change a decision. A caller that stops early
+    closes the generator (``contextlib.closing``), so an interrupt while the executor
+    winds down reaches the caller rather than a garbage collector's finalizer.
     """
 
-    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Iterator[RolloutRecord]: ...
+    def map(
+        self, jobs: Sequence[RolloutJob], runner: RolloutRunner
+    ) -> Generator[RolloutRecord, None, None]: ...

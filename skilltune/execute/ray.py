@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilltune.agents.process import GRACE_S
 from skilltune.errors import UsageError
 from skilltune.rollout import (
     Phase,
@@ -45,6 +46,7 @@ class RunnerSpec:
     agent: str
     options: dict[str, Any]
     retry: RetryPolicy
+    options_hash: str  # the driver's (its environment and CLI version decide, not the worker's)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,14 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
         candidate = Candidate(job.files, job.main, job.kind, job.fallback_name)  # type: ignore[arg-type]
     scratch = Path(tempfile.mkdtemp(prefix="skilltune-ray-"))
     try:
-        runner = RolloutRunner(suite=suite, backend=backend, options=options, out=scratch, retry=spec.retry)
+        runner = RolloutRunner(
+            suite=suite,
+            backend=backend,
+            options=options,
+            out=scratch,
+            retry=spec.retry,
+            driver_options_hash=spec.options_hash,
+        )
         rollout_job = RolloutJob(suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed)
         record = runner.run(rollout_job)
         folder = rollout_dir(scratch, rollout_job)
@@ -132,7 +141,7 @@ class RayExecutor:
         if self._remote is None:
             self._remote = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
 
-    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Iterator[RolloutRecord]:
+    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Generator[RolloutRecord, None, None]:
         self._ensure()
         ray = self.ray
         spec = RunnerSpec(
@@ -140,6 +149,7 @@ class RayExecutor:
             agent=runner.backend.name,
             options=runner.options.model_dump(mode="json"),
             retry=runner.retry,
+            options_hash=runner.options_hash,
         )
         todo = []
         for job in jobs:
@@ -188,8 +198,11 @@ class RayExecutor:
         finally:
             # A KeyboardInterrupt in each worker: the rollout's own cleanup kills its agent's process
             # group (force=True would kill the worker and leave the agent, in a session of its own).
-            for ref in pending:
+            refs = list(pending)
+            for ref in refs:
                 ray.cancel(ref, force=False)
+            if refs:  # give each worker's clean-up the time to kill its agent before anything shuts Ray down
+                ray.wait(refs, num_returns=len(refs), timeout=GRACE_S + 5)
 
     @staticmethod
     def _land(

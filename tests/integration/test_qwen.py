@@ -409,7 +409,9 @@ def test_system_prompt_too_long_for_argv_goes_to_a_rule_file(tmp_path: Path, end
     assert result.status == "ok", (result.reason, result.log_tail)
     text = system_text(end.calls()[0])
     assert text.count("LONG-SYSTEM-START") == 1 and "name: big" in text
-    assert text.index("LONG-SYSTEM-END") > text.index("LONG-SYSTEM-START")
+    assert len(text) - text.index("LONG-SYSTEM-END") < 500, text[
+        -800:
+    ]  # at the end, as --append-system-prompt
     commented = _request(tmp_path, QwenOptions(placement="system"), system=system + "<!-- note -->")
     with pytest.raises(UsageError, match="HTML comments"):
         QwenAgent().run(commented)
