@@ -241,8 +241,15 @@ def calibrate(
         markup=True,
     )
     out.print(f"noise (within-task sd of {metric}): {fmt(result.noise_sd)}")
-    detect = ", ".join(f"{k}: {v if v is not None else '-'}" for k, v in result.rollouts_to_detect.items())
-    out.print(f"paired rollouts per arm a fixed test needs (alpha 0.01, power 0.8) to see a gain of {detect}")
+    n_tasks = max(1, len(result.tasks))
+    detect = ", ".join(
+        f"{k}: {v} ({v // n_tasks} pass{'es' if v // n_tasks != 1 else ''})" if v is not None else f"{k}: -"
+        for k, v in result.rollouts_to_detect.items()
+    )
+    out.print(
+        "paired rollouts per arm a fixed test needs (alpha 0.01, power 0.8; whole passes over the "
+        f"{n_tasks} tasks) to see a gain of {detect}"
+    )
     for lever in result.levers:
         out.print(f"- {lever}")
     out.print(f"\ncalibration: {target / 'calibration.json'}")
