@@ -17,6 +17,7 @@ import os
 import random
 import shutil
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -84,6 +85,11 @@ def _stop_signals(flag: dict[str, bool]) -> Callable[[], None]:
     def handler(signum: int, frame: Any) -> None:
         if flag.get("stop") and signum == signal.SIGINT:
             raise KeyboardInterrupt
+        if not flag.get("stop"):
+            sys.stderr.write(
+                "\nstopping after the rollouts now running"
+                + (" (Ctrl-C again to stop at once)\n" if signum == signal.SIGINT else "\n")
+            )
         flag["stop"] = True
 
     try:
@@ -240,6 +246,13 @@ class Trainer:
                 "stopped", "stopped by a signal or the STOP file; `skilltune resume` continues"
             )
             self.reporter.line(f"stopped: continue with `skilltune resume {self.run.root}`")
+        except KeyboardInterrupt:  # a second Ctrl-C: the executor killed the running agents
+            self.run.write_terminal(
+                "stopped",
+                "interrupted: running rollouts were killed and left no record; `skilltune resume` continues",
+            )
+            self.reporter.line(f"interrupted: continue with `skilltune resume {self.run.root}`")
+            raise
         except BudgetExhausted as exc:
             self.run.write_terminal("exhausted", str(exc))
             self.reporter.line(f"exhausted: {exc}")

@@ -213,6 +213,38 @@ def test_stop_file_ends_stopped_and_resume_continues(tmp_path: Path) -> None:
     assert (tmp_path / "s" / "results.tsv").read_text() == (tmp_path / "u" / "results.tsv").read_text()
 
 
+def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None:
+    """The first Ctrl-C asks for a stop after the running rollouts (and says so); the second kills the
+    agents (each would take 30 s), leaves no record of them, writes TERMINAL and exits 130."""
+    agent = tmp_path / "slow-agent"
+    marker = f"skilltune-test-slow-{os.getpid()}"
+    agent.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --version ] && echo 1.0.0 && exit 0\n'
+        'echo \'{"type":"system","subtype":"init","model":"m"}\'\n'
+        f"exec sleep 30 # {marker}\n"
+    )
+    agent.chmod(0o755)
+    args = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "claude", "--agent-opt",
+            f"executable={agent}", "--proposer", "mock", "--tag", "c", "--runs-dir", str(tmp_path / "runs"),
+            "--max-steps", "1", "--workers", "2"]  # fmt: skip
+    proc = subprocess.Popen(_cli(*args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "runs" / "c").glob("steps/*/rollouts/*/*/*")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # until rollouts are running
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=25)  # well before the agents' 30 s
+    assert proc.returncode == 130, output
+    assert "Ctrl-C again to stop at once" in output and "skilltune resume" in output
+    assert (tmp_path / "runs" / "c" / "TERMINAL").read_text().startswith("stopped: interrupted")
+    assert not list((tmp_path / "runs" / "c").rglob("record.json"))
+    alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    assert alive.stdout.strip() == "", "an agent survived the second Ctrl-C"
+
+
 def test_budgets_refuse_too_small_and_exhaust_then_resume_with_a_raise(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot pay for the seed's val pass and one full step"):
         train(MOCK_SUITE, MOCK_SKILL, tag="tiny", runs_dir=str(tmp_path), budget_rollouts=10, **_quiet())
