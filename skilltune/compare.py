@@ -108,7 +108,10 @@ def build_comparison(
                 a=a,
                 b=b,
                 diff=round(res.diff, 6),
-                ci95=[round(res.ci95[0], 6), round(res.ci95[1], 6)] if res.ci95 else None,
+                # scores lie in [0, 1], so a difference in [-1, 1]: the t interval is clipped to it
+                ci95=[round(max(-1.0, res.ci95[0]), 6), round(min(1.0, res.ci95[1]), 6)]
+                if res.ci95
+                else None,
                 p_value=None if res.p_value is None else round(res.p_value, 6),
                 n_tasks=res.n,
                 verdict=res.verdict,

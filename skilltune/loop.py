@@ -32,7 +32,7 @@ from skilltune.cache import RolloutCache
 from skilltune.compare import Comparison, build_comparison
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.execute import Executor, make_executor
-from skilltune.gate import Gate, Verdict, make_gate
+from skilltune.gate import GATES, Gate, Verdict, make_gate
 from skilltune.progress import Reporter, RunProgress, fmt
 from skilltune.propose import (
     EditBudget,
@@ -143,6 +143,7 @@ class Trainer:
         self.seed: Candidate | None = None
         self.repo: SkillRepo | None = None
         self.cache = RolloutCache(Path(c.cache)) if c.cache else None
+        self.rollout_tokens = [0, 0]  # agents' tokens in and out over this session's rollouts
 
     # --- small services --------------------------------------------------------------------------
     def rng(self, *purpose: object) -> random.Random:
@@ -159,8 +160,12 @@ class Trainer:
     def stage(self, unit: str, name: str) -> Iterator[dict[str, Any]]:
         """Journal a stage's wall time (and whatever the body adds: rollouts, tokens)."""
         t0 = time.monotonic()
+        tokens_before = tuple(self.rollout_tokens)
         info: dict[str, Any] = {}
         yield info
+        if "tokens_in" not in info and "rollouts" in info:  # the agents' tokens in this stage's rollouts
+            info["tokens_in"] = self.rollout_tokens[0] - tokens_before[0]
+            info["tokens_out"] = self.rollout_tokens[1] - tokens_before[1]
         self.run.journal("stage", unit=unit, stage=name, seconds=round(time.monotonic() - t0, 3), **info)
 
     def units(self) -> list[tuple[str, int]]:
@@ -232,6 +237,10 @@ class Trainer:
                 if self.stop_requested():
                     break  # the executor finishes the rollouts already running, then stops
         self.check_stop()
+        for record, _ in records:  # what the agents used (a record copied from a shared cache: nothing)
+            if not record.cached_from:
+                self.rollout_tokens[0] += record.tokens_in or 0
+                self.rollout_tokens[1] += record.tokens_out or 0
         return sorted(records, key=lambda rf: (rf[0].candidate, rf[0].task_id, rf[0].replicate))
 
     # --- the run ---------------------------------------------------------------------------------
@@ -551,6 +560,13 @@ class Trainer:
             raise UsageError(
                 "gate option alpha: a training run sets each decision's level from the run-wide alpha "
                 "(--alpha, default 0.05, spent over the run's decisions); drop alpha from the gate options"
+            )
+        known = sorted(set(GATES.get(c.gate).OPTIONS) - {"alpha"})
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise UsageError(
+                f"unknown gate option(s) {', '.join(unknown)} for the {c.gate} gate "
+                f"(known: {', '.join(known) or 'none'})"
             )
         if c.gate == "sequential":
             settings["alpha"] = level

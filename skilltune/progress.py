@@ -50,6 +50,9 @@ def _eta(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+WARNING = "warning: "  # lines starting with this are shown even by a quiet reporter
+
+
 class Reporter(Protocol):
     def update(self, progress: RunProgress) -> None: ...
     def line(self, text: str) -> None: ...
@@ -67,7 +70,7 @@ class PlainReporter:
         return None
 
     def line(self, text: str) -> None:
-        if not self.quiet:
+        if not self.quiet or text.startswith(WARNING):  # quiet hides progress, never a warning
             print(text, file=self.stream, flush=True)
 
     def close(self) -> None:

@@ -134,8 +134,11 @@ class Candidate:
         return cls(files, like.main, like.kind, like.fallback_name)
 
 
-def load_skill(path: Path | str) -> Candidate:
-    """Read a skill folder or single instruction file; raise UsageError with the fix when unusable."""
+def load_skill(path: Path | str, *, check_front_matter: bool = True) -> Candidate:
+    """Read a skill folder or single instruction file; raise UsageError with the fix when unusable.
+
+    ``check_front_matter=False`` (``skilltune lint``) reads a folder whose SKILL.md front matter is
+    broken, so that its problems are reported with all the others."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: no such skill: give a folder with SKILL.md or an instruction file")
@@ -156,7 +159,7 @@ def load_skill(path: Path | str) -> Candidate:
             )
         candidate = Candidate(files, SKILL_FILE, "folder", fallback_name=_slug(path.resolve().name))
         errors = [i for i in lint_candidate(candidate) if i.severity == "error" and i.kind == "front-matter"]
-        if errors:
+        if errors and check_front_matter:
             raise UsageError("\n".join(f"{path / str(i)}" for i in errors))
         return candidate
     text = _read_text(path)

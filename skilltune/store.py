@@ -139,8 +139,9 @@ class RunLock:
     also guards creating, replacing and renaming the directory itself.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, guards: Path | None = None) -> None:
         self.path = path
+        self.guards = guards or path.parent  # what the lock protects, for messages
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -156,7 +157,8 @@ class RunLock:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
             os.close(fd)
             raise UsageError(
-                f"{self.path.parent} is in use by another skilltune process (pid {holder})"
+                f"{self.guards} is in use by another skilltune process (pid {holder}); wait for it to "
+                "end, or stop it (a STOP file in the run directory, or Ctrl-C)"
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
@@ -204,7 +206,7 @@ class RunDir:
         return self.steps / f"epoch_{epoch:04d}"
 
     def lock(self) -> RunLock:
-        return RunLock(self.root.parent / f".{self.root.name}.lock")
+        return RunLock(self.root.parent / f".{self.root.name}.lock", guards=self.root)
 
     def journal(self, event: str, **fields: Any) -> None:
         from datetime import UTC, datetime

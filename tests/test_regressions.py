@@ -701,3 +701,41 @@ def test_a_backends_workspace_noise_stays_out_of_the_diff(
     diff = workspace.diff()
     assert "b/answer.txt" in diff and "b/.opencode/skills/s/SKILL.md" in diff  # the agent's own edits
     assert "node_modules" not in diff and ".opencode/.gitignore" not in diff
+
+
+def test_command_checkers_find_the_suite_when_it_was_given_as_a_relative_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SKILLTUNE_SUITE is absolute: the command runs in the workspace, not where skilltune started."""
+    from skilltune.evaluate import evaluate
+
+    task = {
+        "id": "t",
+        "prompt": "p",
+        "scoring": {"mode": "command", "command": 'test -f "$SKILLTUNE_SUITE/refs/check.sh"'},
+    }
+    root = write_suite(tmp_path / "suite", [dict(task, id="train-t")], [task])
+    (root / "refs").mkdir()
+    (root / "refs" / "check.sh").write_text("true\n")
+    monkeypatch.chdir(tmp_path)
+    summary = evaluate("suite", None, out=tmp_path / "out", workers=1)
+    assert summary.hard_acc == 1.0, summary.per_task
+
+
+def test_validate_reports_every_config_problem_and_checks_tasks_against_the_chosen_mode(
+    tmp_path: Path,
+) -> None:
+    task = {"id": "t", "prompt": "p", "scoring": {"expected": "x"}}  # exact mode's field, mode from config
+    exact = write_suite(
+        tmp_path / "a", [dict(task, id="tr")], [task], config={"default_mode": "exact", "mixed_weight": 2}
+    )
+    messages = [p.message for p in validate_suite(exact)]
+    assert len(messages) == 1 and "mixed_weight" in messages[0], messages
+    broken = write_suite(
+        tmp_path / "b", [dict(task, id="tr")], [task], config={"default_mode": "nope", "mixed_weight": 2}
+    )
+    messages = [p.message for p in validate_suite(broken)]
+    assert any("default_mode 'nope'" in m for m in messages) and any("mixed_weight" in m for m in messages)
+    assert not any("needs" in m or "required" in m for m in messages), (
+        messages
+    )  # no task checked as checklist

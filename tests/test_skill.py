@@ -380,6 +380,13 @@ def test_cli_lint_broken_link(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_cli_lint_reports_a_missing_front_matter_with_the_other_errors(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path / "s", {"SKILL.md": "# T\n\nSee [gone](missing.md).\n"})
+    result = runner.invoke(app, ["lint", str(folder)])
+    assert result.exit_code == 1, result.output  # lint errors, not bad input
+    assert "no front matter" in result.output and "missing.md" in result.output
+
+
 def test_cli_lint_missing_path(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-skill"
     result = runner.invoke(app, ["lint", str(missing)])
@@ -392,6 +399,6 @@ def test_cli_lint_missing_path(tmp_path: Path) -> None:
 def test_cli_lint_bad_front_matter(tmp_path: Path) -> None:
     folder = write_skill(tmp_path / "s", {"SKILL.md": skill_md(name="Bad_Name")})
     result = runner.invoke(app, ["lint", str(folder)])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output  # a lint finding (other commands refuse it: exit 2)
     assert "Traceback" not in result.output
     assert "Bad_Name" in result.output

@@ -89,6 +89,16 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
     stages = {(e["unit"], e["stage"]) for e in run.read_journal() if e["event"] == "stage"}
     assert {("step_0001", "rollout"), ("step_0001", "reflect"), ("step_0001", "gate")} <= stages
     assert all("seconds" in e for e in run.read_journal() if e["event"] == "stage")
+    # and the agents' tokens of each stage that ran rollouts (the mock reports some)
+    by_stage = {(e["unit"], e["stage"]): e for e in run.read_journal() if e["event"] == "stage"}
+    train_tokens = sum(
+        json.loads(p.read_text())["tokens_in"]
+        for p in (run.step_dir(1) / "rollouts" / "train").rglob("record.json")
+    )
+    assert by_stage[("step_0001", "rollout")]["tokens_in"] == train_tokens > 0
+    assert (
+        by_stage[("step_0001", "gate")]["tokens_in"] > 0 and by_stage[("final", "compare")]["tokens_out"] > 0
+    )
     # proposer prompts hold train evidence only: no val or test task id appears in them
     suite_ids = {
         json.loads(line)["id"]

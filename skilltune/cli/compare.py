@@ -55,7 +55,7 @@ def print_comparison(comparison: Comparison) -> None:
         pairs.add_column(col)
     for pair in comparison.pairs:
         ci = f"[{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" if pair.ci95 else "-"
-        p = "-" if pair.p_value is None else f"{pair.p_value:.3g}"
+        p = "-" if pair.p_value is None else ("<1e-6" if pair.p_value < 1e-6 else f"{pair.p_value:.3g}")
         pairs.add_row(pair.a, pair.b, f"{pair.diff:+.3f}", ci, p, pair.verdict)
     out.print(pairs)
     if comparison.contaminated:
@@ -171,7 +171,7 @@ def _print_meta(report: MetaEval, out_dir: Path) -> None:
 
 @meta_app.command(
     "planted",
-    epilog="Example: skilltune meta-eval planted examples/mock-demo/suite --skill examples/mock-demo/good-skill --ablate 'Put numbers on the customer impact' --runs 2 --out runs/meta-planted",
+    epilog="Example: skilltune meta-eval planted examples/mock-demo/suite --skill examples/mock-demo/good-skill --ablate 'Quantify customer impact in numbers' --runs 2 --out runs/meta-planted",
 )
 @guarded
 def meta_planted(

@@ -77,7 +77,9 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
-    if (skill is None) == (not no_skill):
+    if skill is not None and no_skill:
+        raise UsageError("--skill and --no-skill exclude each other: give one")
+    if skill is None and not no_skill:
         raise UsageError("give --skill DIR, or --no-skill to run the agent without a skill")
     loaded = load_suite(suite)
     candidate = load_skill(skill) if skill is not None else None
@@ -172,7 +174,7 @@ def agents() -> None:
 @guarded
 def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single instruction file.")]) -> None:
     """Lint a skill: front matter, body size, links to files that exist, protected blocks."""
-    candidate = load_skill(skill)
+    candidate = load_skill(skill, check_front_matter=False)
     issues = lint_candidate(candidate)
     for issue in issues:
         out.print(
@@ -215,7 +217,9 @@ def calibrate(
     ray_address: RayAddressOpt = None,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
-    if (skill is None) == (not no_skill):
+    if skill is not None and no_skill:
+        raise UsageError("--skill and --no-skill exclude each other: give one")
+    if skill is None and not no_skill:
         raise UsageError("give --skill DIR, or --no-skill to calibrate the agent without a skill")
     if metric not in ("hard", "soft", "mixed"):
         raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")

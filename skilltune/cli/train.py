@@ -28,6 +28,32 @@ def _reporter(quiet: bool) -> Reporter:
     return PlainReporter(quiet=quiet)
 
 
+def _warn_ignored_on_resume(run_dir: Path, settings: dict[str, Any]) -> None:
+    """A resumed run keeps the settings it started with (only budgets and workers change): say which
+    of the given settings differ from the run's config.json and are therefore not applied."""
+    import json
+
+    try:
+        started = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # resume itself reports a missing or broken run
+    ignored = sorted(
+        key
+        for key, value in settings.items()
+        if key in started
+        and not (key.startswith("budget_") or key in ("workers", "runs_dir"))
+        and value not in (None, {})
+        and str(value) != str(started[key])
+    )
+    if ignored:
+        names = ", ".join(f"--{k.replace('_', '-')}" for k in ignored)
+        err.print(
+            f"warning: {names} ignored: a resumed run keeps the settings it started with "
+            "(only --budget-* and --workers change); start a new --tag to change them",
+            markup=False,
+        )
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
     """A TOML file of train settings (keys as the flags, with - or _), flags override it."""
     try:
@@ -41,6 +67,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     settings = {key.replace("-", "_"): value for key, value in raw.items()}
+    from skilltune.train import TrainConfig
+
+    known = set(TrainConfig.model_fields) | {"suite"}
+    unknown = sorted(key for key in settings if key not in known)
+    if unknown:
+        raise UsageError(
+            f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
     for table in ("agent_options", "proposer_options", "gate_options", "edit_budget"):
         if table in settings and not isinstance(settings[table], dict):
             raise UsageError(f"{path}: {table} must be a table ([{table}] with key = value lines)")
@@ -84,7 +118,10 @@ def _finish_run(result: TrainResult) -> None:
     if result.comparison is not None:
         print_comparison(result.comparison)
     run = Path(result.run_dir)
-    out.print(f"\nrun: {run}\nresults: {run / 'results.tsv'}\nbest skill: {run / 'best_skill'}")
+    files = [f"run: {run}", f"results: {run / 'results.tsv'}"]
+    if (run / "best_skill").exists():
+        files.append(f"best skill: {run / 'best_skill'}")
+    out.print("\n" + "\n".join(files))
     if result.state in ("blocked", "crash"):
         raise typer.Exit(3)
 
@@ -122,12 +159,17 @@ def train(
     metric: Annotated[
         str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
     ] = None,
-    max_steps: RunOpt = None,
-    epochs: RunOpt = None,
-    epoch_steps: RunOpt = None,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Steps to run (default 10).")] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Epochs to run: at most epochs x --epoch-steps steps (and --max-steps)."),
+    ] = None,
+    epoch_steps: Annotated[
+        int | None, typer.Option(min=1, help="Steps per epoch; a slow update follows each (default 5).")
+    ] = None,
     batch: Annotated[int | None, typer.Option(min=1, help="Train minibatch size (default 8).")] = None,
     reps: Annotated[
-        int | None, typer.Option(min=1, help="Replicates per task in train and gate passes.")
+        int | None, typer.Option(min=1, help="Replicates per task in train and gate passes (default 1).")
     ] = None,
     test_reps: Annotated[
         int | None, typer.Option(min=1, help="Replicates per task in the final test (default 3).")
@@ -135,15 +177,23 @@ def train(
     screen: Annotated[
         bool | None, typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first.")
     ] = None,
-    budget_rollouts: RunOpt = None,
-    budget_tokens: RunOpt = None,
-    budget_usd: Annotated[float | None, typer.Option(min=0.0)] = None,
-    budget_hours: Annotated[float | None, typer.Option(min=0.0)] = None,
+    budget_rollouts: Annotated[
+        int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")
+    ] = None,
+    budget_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Most tokens, agents and proposer (default: none).")
+    ] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(min=0.0, help="Most USD, reported or estimated (default: none).")
+    ] = None,
+    budget_hours: Annotated[
+        float | None, typer.Option(min=0.0, help="Most active hours (default: none).")
+    ] = None,
     patience: Annotated[
         int | None, typer.Option(min=1, help="Discarded candidates in a row that end the run (default 5).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed (default 0).")] = None,
-    workers: RunOpt = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Rollouts in parallel (default 4).")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Where runs live (default ./runs).")] = None,
     evidence_from: Annotated[
         Path | None, typer.Option(help="Use the train rollouts recorded by another run.")
@@ -170,7 +220,14 @@ def train(
     supervise_run: Annotated[
         bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No live view and no progress lines; warnings and the result are still printed.",
+        ),
+    ] = False,
 ) -> None:
     """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
     if resume_run and force:
@@ -225,6 +282,7 @@ def train(
         if resume_run:
             run_dir = Path(settings.get("runs_dir", "runs")) / str(tag_name)
             raised = {k: v for k, v in settings.items() if k.startswith("budget_") or k == "workers"}
+            _warn_ignored_on_resume(run_dir, settings)
             result = skilltune_resume(run_dir, reporter=reporter, **raised)
         else:
             result = skilltune_train(
@@ -248,7 +306,14 @@ def resume(
     supervise_run: Annotated[
         bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Plain lines only, no live view.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No live view and no progress lines; warnings and the result are still printed.",
+        ),
+    ] = False,
 ) -> None:
     """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*)."""
     if supervise_run:

@@ -118,7 +118,7 @@ class CommandScorer(Scorer):
             env = dict(
                 os.environ,
                 TASK_OUTPUT=str(output_file),
-                SKILLTUNE_SUITE=str(self.suite.root),
+                SKILLTUNE_SUITE=str(self.suite.root.resolve()),  # the command runs in the workspace
                 SKILLTUNE_TASK_ID=task.id,
             )
             rc, tail = _run_group(command, workspace, env, timeout)

@@ -91,6 +91,17 @@ def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | Non
             Problem(file=str(scoring_md), line=start + 1, message="config block must be a JSON object")
         )
         return None
+    mode = raw.get("default_mode", SuiteConfig.model_fields["default_mode"].default)
+    bad_mode = isinstance(mode, str) and mode not in scoring_modes()
+    if bad_mode:  # reported whatever else is wrong with the block
+        problems.append(
+            Problem(
+                file=str(scoring_md),
+                line=_key_line(lines, start, end, "default_mode"),
+                message=f"config default_mode {mode!r} is not a scoring mode "
+                f"(known: {', '.join(scoring_modes())})",
+            )
+        )
     try:
         config = SuiteConfig.model_validate(raw)
     except ValidationError as exc:
@@ -103,16 +114,10 @@ def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | Non
                     message=f"config {key}: {err['msg']} (got {err.get('input')!r})",
                 )
             )
+        if isinstance(mode, str) and not bad_mode:  # the tasks are still checked against it
+            return SuiteConfig(default_mode=mode)
         return None
-    if config.default_mode not in scoring_modes():
-        problems.append(
-            Problem(
-                file=str(scoring_md),
-                line=_key_line(lines, start, end, "default_mode"),
-                message=f"config default_mode {config.default_mode!r} is not a scoring mode "
-                f"(known: {', '.join(scoring_modes())})",
-            )
-        )
+    if bad_mode:
         return None
     return config
 
@@ -147,7 +152,9 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
         )
     else:
         config = parse_config(scoring_md, problems)
-    default_mode = config.default_mode if config else "checklist"
+    # None: the config's default mode is unusable (reported): tasks without a mode of their own are
+    # not checked against a mode the author did not choose.
+    default_mode = config.default_mode if config else None
 
     seen: dict[str, str] = {}
     splits: dict[str, list[Task]] = {}
@@ -189,7 +196,7 @@ def _read_task(
     number: int,
     line: str,
     split: str,
-    default_mode: str,
+    default_mode: str | None,
     seen: dict[str, str],
     problems: list[Problem],
 ) -> Task | None:
@@ -236,7 +243,9 @@ def _read_task(
     else:
         mode = scoring.get("mode") or default_mode
         cls = scorer_class(str(mode)) if isinstance(mode, str) else None
-        if cls is None:
+        if mode is None:
+            pass  # no mode of its own, and the config's default is broken (already reported)
+        elif cls is None:
             report(f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})")
         else:
             for message in cls.check_fields(scoring, root):
