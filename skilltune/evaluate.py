@@ -64,6 +64,7 @@ class EvalSummary(BaseModel):
     contract: str | None
     n_rollouts: int
     n_scored: int
+    n_cached: int = Field(default=0, description="rollouts copied from the --cache folder (not run)")
     statuses: dict[str, int]
     contaminated: bool = Field(description="infra errors or crashes remain after retries")
     hard_acc: float | None
@@ -189,6 +190,7 @@ def evaluate(
         contract=contract,
         n_rollouts=len(records),
         n_scored=len(scored),
+        n_cached=sum(1 for r in records if r.cached_from),
         statuses=dict(sorted(statuses.items())),
         contaminated=bool(statuses.get("infra_error") or statuses.get("crashed")),
         hard_acc=accuracy(records, "hard"),

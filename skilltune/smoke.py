@@ -57,7 +57,11 @@ def smoke(
     agent: str = "mock",
     agent_options: dict[str, Any] | None = None,
     seed: int = 0,
+    out: Path | str | None = None,
 ) -> SmokeReport:
+    """Preflight checks and one rollout per split. The rollouts' record folders go to ``out``;
+    without it, to a temporary folder that is removed when every check passed and kept (and
+    named in the report) when one failed, so a failure can be inspected."""
     checks: list[SmokeCheck] = []
 
     def check(name: str, ok: bool, detail: str = "") -> None:
@@ -99,60 +103,63 @@ def smoke(
     if not status.installed:
         return SmokeReport(checks=checks)
 
+    records = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="skilltune-smoke-"))
     for split in SPLITS:
         if suite.has_split(split):
-            checks += _smoke_rollout(suite, candidate, backend, options, split, seed)
+            checks += _smoke_rollout(suite, candidate, backend, options, split, seed, records)
+    if out is None and all(c.ok for c in checks):
+        shutil.rmtree(records, ignore_errors=True)
+    else:
+        check("records", True, f"the smoke rollouts are in {records}")
     return SmokeReport(checks=checks)
 
 
 def _smoke_rollout(
-    suite: Suite, candidate: Candidate, backend: Any, options: Any, split: str, seed: int
+    suite: Suite, candidate: Candidate, backend: Any, options: Any, split: str, seed: int, out: Path
 ) -> list[SmokeCheck]:
     task = suite.tasks(split)[0]
     leaks: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="skilltune-smoke-") as tmp:
-        out = Path(tmp)
-        runner = RolloutRunner(
-            suite=suite,
-            backend=backend,
-            options=options,
-            out=out,
-            on_baseline=lambda job, ws: leaks.extend(audit_workspace(ws, suite, job.task)),
+    runner = RolloutRunner(
+        suite=suite,
+        backend=backend,
+        options=options,
+        out=out,
+        on_baseline=lambda job, ws: leaks.extend(audit_workspace(ws, suite, job.task)),
+    )
+    job = RolloutJob(task=task, phase="eval", candidate=candidate, replicate=0, seed=seed)
+    record = runner.run(job)
+    folder = rollout_dir(out, job)
+    label = f"{split} rollout {task.id}"
+    results = [
+        SmokeCheck(
+            name=f"{label}: status",
+            ok=record.status in ("ok", "task_failed", "timeout"),
+            detail=record.status + (f" ({record.reason})" if record.reason else ""),
         )
-        job = RolloutJob(task=task, phase="eval", candidate=candidate, replicate=0, seed=seed)
-        record = runner.run(job)
-        folder = rollout_dir(out, job)
-        label = f"{split} rollout {task.id}"
-        results = [
-            SmokeCheck(
-                name=f"{label}: status",
-                ok=record.status in ("ok", "task_failed", "timeout"),
-                detail=record.status + (f" ({record.reason})" if record.reason else ""),
-            )
-        ]
-        empty = [n for n in _REQUIRED_FILES if not (folder / n).is_file() or (folder / n).stat().st_size == 0]
-        if not (folder / "diff.patch").is_file():
-            empty.append("diff.patch")
-        results.append(
-            SmokeCheck(
-                name=f"{label}: trajectory files",
-                ok=not empty,
-                detail=f"missing or empty: {', '.join(empty)}" if empty else "written",
-            )
+    ]
+    empty = [n for n in _REQUIRED_FILES if not (folder / n).is_file() or (folder / n).stat().st_size == 0]
+    if not (folder / "diff.patch").is_file():
+        empty.append("diff.patch")
+    results.append(
+        SmokeCheck(
+            name=f"{label}: trajectory files",
+            ok=not empty,
+            detail=f"missing or empty: {', '.join(empty)}" if empty else "written",
         )
-        stamped = (folder / "score.json").is_file() and read_json(folder / "score.json").get(
-            "contract"
-        ) == suite.contract_hash
-        results.append(
-            SmokeCheck(
-                name=f"{label}: score stamped",
-                ok=stamped,
-                detail=suite.contract_hash[:12] if stamped else "no score.json with this suite's contract",
-            )
+    )
+    stamped = (folder / "score.json").is_file() and read_json(folder / "score.json").get(
+        "contract"
+    ) == suite.contract_hash
+    results.append(
+        SmokeCheck(
+            name=f"{label}: score stamped",
+            ok=stamped,
+            detail=suite.contract_hash[:12] if stamped else "no score.json with this suite's contract",
         )
-        results.append(
-            SmokeCheck(
-                name=f"{label}: workspace free of reference data", ok=not leaks, detail="; ".join(leaks[:5])
-            )
+    )
+    results.append(
+        SmokeCheck(
+            name=f"{label}: workspace free of reference data", ok=not leaks, detail="; ".join(leaks[:5])
         )
+    )
     return results

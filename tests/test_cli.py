@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -146,6 +147,13 @@ def test_smoke_passes_on_the_example_and_fails_on_missing_tool(tmp_path: Path) -
     assert "FAIL tool definitely-not-a-tool-xyz" in bad.output
     assert "FAIL requirement no-such-package-xyz" in bad.output
     assert "ok   requirement pydantic" in bad.output
+    # a failed smoke keeps its rollouts and says where; a passing one removes them unless --out is given
+    kept = bad.output.split("the smoke rollouts are in ")[1].split()[0]
+    assert list(Path(kept).rglob("record.json")), kept
+    assert "smoke rollouts are in" not in ok.output
+    out = tmp_path / "smoke-out"
+    kept_ok = runner.invoke(app, ["smoke", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--out", str(out)])
+    assert kept_ok.exit_code == 0 and len(list(out.rglob("record.json"))) == 3, kept_ok.output
 
 
 def test_agents_lists_the_mock() -> None:
@@ -155,7 +163,19 @@ def test_agents_lists_the_mock() -> None:
 
 
 def test_every_command_has_an_example_in_its_help() -> None:
-    for command in ("validate", "run", "smoke", "agents", "lint"):
-        result = runner.invoke(app, [command, "--help"])
-        assert result.exit_code == 0
-        assert "Example: skilltune " + command in result.output, command
+    import typer
+
+    def paths(group: Any, prefix: list[str]) -> list[list[str]]:
+        found = []
+        for name, command in group.commands.items():
+            found.append([*prefix, name])
+            if hasattr(command, "commands"):  # a group (typer's own click types: duck-typed)
+                found += paths(command, [*prefix, name])
+        return found
+
+    commands = paths(typer.main.get_command(app), [])
+    assert ["train"] in commands and ["meta-eval", "null"] in commands
+    for command in commands:
+        result = runner.invoke(app, [*command, "--help"])
+        assert result.exit_code == 0, command
+        assert "Example: skilltune " + command[0] in " ".join(result.output.split()), command

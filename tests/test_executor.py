@@ -131,6 +131,7 @@ def test_cache_hits_skip_work(tmp_path: Path, stand_in: type[StandInAgent]) -> N
     second = evaluate(suite, None, agent="stand-in", out=tmp_path / "b", reps=2, cache=cache)
     assert len(stand_in.counter.read_text().split()) == 2  # nothing ran again
     assert second.per_task == first.per_task
+    assert (first.n_cached, second.n_cached) == (0, 2)
     records = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")]
     assert all(r["cached_from"] for r in records)
     assert all(

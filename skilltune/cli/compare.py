@@ -129,7 +129,10 @@ def compare(
 
 
 meta_app = typer.Typer(
-    help="Meta-evaluations: does training with this suite, proposer and gate work?", no_args_is_help=True
+    help="Meta-evaluations: does training with this suite, proposer and gate work?",
+    epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill "
+    "--runs 3 --out runs/meta-null",
+    no_args_is_help=True,
 )
 app.add_typer(meta_app, name="meta-eval")
 

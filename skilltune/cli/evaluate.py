@@ -126,6 +126,8 @@ def print_summary(summary: EvalSummary) -> None:
         statuses,
     )
     out.print(table)
+    if summary.n_cached:
+        out.print(f"{summary.n_cached} of {summary.n_rollouts} rollouts came from the cache (not run again)")
     if summary.contaminated:
         out.print(
             "[yellow]warning:[/yellow] infra errors remain after retries: these rollouts are not scored",
@@ -142,9 +144,16 @@ def smoke(
     skill: Annotated[Path, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")],
     agent: AgentOpt = "mock",
     agent_opt: AgentOpts = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Keep the smoke rollouts here (default: a temporary folder, kept only on a failure).",
+        ),
+    ] = None,
 ) -> None:
     """Preflight (requirements, tools, agent CLI) and one rollout per split; exit 1 on any problem."""
-    report = run_smoke(suite, skill, agent=agent, agent_options=parse_agent_opts(agent_opt))
+    report = run_smoke(suite, skill, agent=agent, agent_options=parse_agent_opts(agent_opt), out=out_dir)
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
         out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""), markup=True)
