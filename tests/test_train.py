@@ -255,6 +255,20 @@ def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None
     assert alive.stdout.strip() == "", "an agent survived the second Ctrl-C"
 
 
+def test_train_resume_warns_about_the_settings_it_keeps(tmp_path: Path) -> None:
+    base = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--tag", "r", "--runs-dir", str(tmp_path),
+            "--agent-opt", "sleep_s=0", "--max-steps", "1", "-q"]  # fmt: skip
+    assert subprocess.run(_cli(*base), capture_output=True, check=False).returncode == 0
+    same = subprocess.run(
+        _cli(*base, "--agent-opt", "sleep_s=0.0", "--resume"), capture_output=True, text=True, check=False
+    )
+    assert "warning" not in same.stderr, same.stderr  # the same settings, spelled differently
+    changed = subprocess.run(
+        _cli(*base, "--batch", "4", "--resume"), capture_output=True, text=True, check=False
+    )
+    assert "warning: --batch ignored" in changed.stderr, changed.stderr
+
+
 def test_budgets_refuse_too_small_and_exhaust_then_resume_with_a_raise(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot pay for the seed's val pass and one full step"):
         train(MOCK_SUITE, MOCK_SKILL, tag="tiny", runs_dir=str(tmp_path), budget_rollouts=10, **_quiet())

@@ -37,16 +37,28 @@ def _warn_ignored_on_resume(run_dir: Path, settings: dict[str, Any]) -> None:
         started = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return  # resume itself reports a missing or broken run
+
+    def differs(given: Any, kept: Any) -> bool:  # flags are text; config.json holds parsed values
+        if isinstance(given, dict) and isinstance(kept, dict):
+            return any(differs(v, kept.get(k)) for k, v in given.items())
+        if isinstance(given, str) and isinstance(kept, str) and ("/" in given or "/" in kept):
+            return Path(given).resolve() != Path(kept).resolve()
+        try:
+            return float(given) != float(kept)
+        except (TypeError, ValueError):
+            return str(given) != str(kept)
+
     ignored = sorted(
         key
         for key, value in settings.items()
         if key in started
         and not (key.startswith("budget_") or key in ("workers", "runs_dir"))
         and value not in (None, {})
-        and str(value) != str(started[key])
+        and differs(value, started[key])
     )
     if ignored:
-        names = ", ".join(f"--{k.replace('_', '-')}" for k in ignored)
+        flag = {"agent_options": "agent-opt", "proposer_options": "proposer-opt", "gate_options": "gate-opt"}
+        names = ", ".join(f"--{flag.get(k, k.replace('_', '-'))}" for k in ignored)
         err.print(
             f"warning: {names} ignored: a resumed run keeps the settings it started with "
             "(only --budget-* and --workers change); start a new --tag to change them",
