@@ -39,8 +39,11 @@ def guarded(fn: F) -> F:
         except SkilltuneError as exc:
             err.print(f"[red]error:[/red] {exc}", markup=True)
             raise typer.Exit(exc.exit_code) from None
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        except (typer.Exit, typer.Abort):
             raise
+        except KeyboardInterrupt:
+            err.print("interrupted (Ctrl-C): the running agents were stopped; finished rollouts are on disk")
+            raise typer.Exit(130) from None
         except Exception as exc:
             if os.environ.get("SKILLTUNE_DEBUG"):
                 raise
