@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, NonNegativeInt, PositiveFloat
 
 from skilltune.agents.base import AgentRequest, AgentResult, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.cli import clip as _clip
 from skilltune.agents.cli import content_text as _text
 from skilltune.agents.process import ProcessOutcome
@@ -48,7 +48,6 @@ DEFAULT_ALLOWED = ("Bash", "Skill")
 # HTTP statuses that say nothing about the task, whenever they come.
 _INFRA_STATUSES = {401, 403, 408, 429}
 _AUTH_KEYS = ("primaryApiKey", "oauthAccount", "customApiKeyResponses")
-_ARG_BYTES = 100_000
 SYSTEM_PROMPT_FILE = "skilltune-system-prompt.md"
 
 
@@ -73,6 +72,7 @@ class ClaudeAgent(CLIBackend):
     name = "claude"
     Options = ClaudeOptions
     executable: ClassVar[str] = "claude"
+    long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (
         "npm install -g @anthropic-ai/claude-code (or `make agent-clis` in a skilltune checkout); "
         "then log in with `claude` or set ANTHROPIC_API_KEY"
@@ -192,16 +192,13 @@ class ClaudeAgent(CLIBackend):
         if allowed:
             argv += ["--allowedTools", ",".join(allowed)]
         if request.system_prompt:
-            if len(request.system_prompt.encode()) < _ARG_BYTES:
+            if not too_long_for_argv(request.system_prompt):
                 argv += ["--append-system-prompt", request.system_prompt]
             else:  # one argv string holds at most 128 KiB on Linux
                 argv += ["--append-system-prompt-file", str(home / SYSTEM_PROMPT_FILE)]
-        if len(request.prompt.encode()) >= _ARG_BYTES:  # too long for argv: claude -p reads it from stdin
+        if too_long_for_argv(request.prompt):  # too long for argv: claude -p reads it from stdin
             return [*argv, *options.extra_args]
         return [*argv, *options.extra_args, "--", request.prompt]
-
-    def stdin_text(self, request: AgentRequest) -> str | None:
-        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         return {"tools": [], "max_turns": 1}

@@ -45,6 +45,14 @@ from skilltune.errors import UsageError
 from skilltune.store import is_secret_key
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
+ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; longer text goes another way
+
+
+def too_long_for_argv(text: str) -> bool:
+    """Whether ``text`` must not be passed as one command-line argument."""
+    return len(text.encode()) >= ARG_BYTES
+
+
 # Variables of a CLI that choose what answers (part of the rollout cache key): ANTHROPIC_MODEL,
 # OPENAI_BASE_URL, GOOGLE_CLOUD_PROJECT, CLAUDE_CODE_USE_BEDROCK, AWS_REGION, GH_HOST, ...
 _BEHAVIOUR_VAR = re.compile(
@@ -125,6 +133,7 @@ class CLIBackend(AgentBackend):
 
     Options = CLIOptions
     executable: ClassVar[str]
+    long_prompt_via_stdin: ClassVar[bool] = False  # see stdin_text
     env_prefixes: ClassVar[tuple[str, ...]] = ()  # the user's variables for this CLI (endpoint, keys)
     env_names: ClassVar[tuple[str, ...]] = ()
     credential_paths: ClassVar[tuple[str, ...]] = ()  # relative to the user's HOME; linked, never copied
@@ -160,7 +169,10 @@ class CLIBackend(AgentBackend):
         """argv of one headless run (the prompt after ``--`` when it is positional)."""
 
     def stdin_text(self, request: AgentRequest) -> str | None:
-        """Text to write to the CLI's stdin (then closed), for CLIs that read a long prompt there."""
+        """Text to write to the CLI's stdin (then closed): the prompt, when it is too long for argv
+        and the CLI reads a piped stdin as its prompt (``long_prompt_via_stdin``)."""
+        if self.long_prompt_via_stdin and too_long_for_argv(request.prompt):
+            return request.prompt
         return None
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:

@@ -63,7 +63,6 @@ PROVIDER = "skilltune-endpoint"
 LAST_MESSAGE_FILE = "codex-last-message.txt"
 BASE_URL_VARS = ("CODEX_BASE_URL", "OPENAI_BASE_URL")
 KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
-_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; a longer prompt goes to stdin
 
 # codex's own wording for failures that are the endpoint's, not the task's.
 _CODEX_INFRA: list[tuple[str, re.Pattern[str]]] = [
@@ -144,6 +143,7 @@ class CodexAgent(CLIBackend):
     name = "codex"
     Options = CodexOptions
     executable = "codex"
+    long_prompt_via_stdin: ClassVar[bool] = True
     install_hint = "npm install -g @openai/codex (or `make agent-clis` in a checkout)"
     env_prefixes: ClassVar[tuple[str, ...]] = ("OPENAI_",)
     env_names: ClassVar[tuple[str, ...]] = (
@@ -259,9 +259,6 @@ class CodexAgent(CLIBackend):
         if self.stdin_text(request) is not None:  # codex exec reads the prompt from stdin when it is "-"
             return [*argv, *options.extra_args, "--", "-"]
         return [*argv, *options.extra_args, "--", request.prompt]
-
-    def stdin_text(self, request: AgentRequest) -> str | None:
-        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         """No writes, no shell, no web search: codex as a plain model for the proposer."""

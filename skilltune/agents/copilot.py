@@ -60,14 +60,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.cli import clip as _clip
 from skilltune.agents.process import ProcessOutcome
 
 USAGE_FILE = "copilot-usage.json"
 INSTRUCTIONS_FILE = "copilot-instructions.md"
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --available-tools then offers the model nothing
-_ARG_BYTES = 100_000
 # The user's variables that would bring their own configuration into the rollout.
 _ISOLATION_BREAKERS = (
     "COPILOT_HOME",
@@ -126,6 +125,7 @@ class CopilotAgent(CLIBackend):
     name = "copilot"
     Options = CopilotOptions
     executable: ClassVar[str] = "copilot"
+    long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (
         "npm install -g @github/copilot (or `make agent-clis` in a skilltune checkout); then "
         "`copilot login`, or set COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_API_KEY and COPILOT_MODEL"
@@ -224,7 +224,7 @@ class CopilotAgent(CLIBackend):
         options = request.options
         assert isinstance(options, CopilotOptions)
         argv = [self.binary(options)]
-        if len(request.prompt.encode()) < _ARG_BYTES:
+        if not too_long_for_argv(request.prompt):
             argv.append(f"--prompt={request.prompt}")
         argv += [
             "--output-format", "json", "--allow-all-tools", "--no-ask-user",
@@ -242,9 +242,6 @@ class CopilotAgent(CLIBackend):
         if tools is not None:
             argv.append(f"--available-tools={','.join(tools)}")
         return [*argv, *options.extra_args]
-
-    def stdin_text(self, request: AgentRequest) -> str | None:
-        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     # --- the event stream ---------------------------------------------------------------------
     def interpret(

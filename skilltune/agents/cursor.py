@@ -39,11 +39,9 @@ from pydantic import Field, model_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult
 from skilltune.agents.claude import interpret_stream
-from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
-
-_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; the other CLIs use stdin past this
 
 
 class CursorOptions(CLIOptions):
@@ -114,11 +112,11 @@ class CursorAgent(CLIBackend):
     def command(self, request: AgentRequest, home: Path) -> list[str]:
         options = request.options
         assert isinstance(options, CursorOptions)
-        size = len(request.prompt.encode())
-        if size >= _ARG_BYTES:
+        if too_long_for_argv(request.prompt):
+            size = len(request.prompt.encode())
             raise UsageError(
                 f"cursor: the prompt is {size:,} bytes; cursor-agent takes its prompt only as a command-line "
-                f"argument, and skilltune passes at most {_ARG_BYTES:,} bytes that way (Linux allows 128 KiB "
+                f"argument, and skilltune passes at most {ARG_BYTES:,} bytes that way (Linux allows 128 KiB "
                 "per argument; cursor-agent documents no stdin or file input). Shorten the prompt (with "
                 "placement=prepend, place the skill natively instead), or use an agent that reads a long "
                 "prompt from stdin (claude, codex, copilot, gemini, opencode, qwen)."

@@ -75,7 +75,6 @@ _HTTP_EXIT = {code % 256: code for code in (400, 401, 403, 404, 408, 429, 500, 5
 _EXIT_AUTH = 41
 _EXIT_INPUT = 42
 _EXIT_TURN_LIMIT = 53
-_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; a longer prompt goes to stdin
 _TRANSIENT = re.compile(r"transient API issue", re.I)
 _STDERR_NOISE = ("at ", "YOLO mode", "Warning: 256-color", "[STARTUP]")
 # the user's variables that would bring their own gemini configuration into a rollout
@@ -146,6 +145,7 @@ class GeminiAgent(CLIBackend):
     name = "gemini"
     Options = GeminiOptions
     executable = "gemini"
+    long_prompt_via_stdin: ClassVar[bool] = True
     install_hint = "npm install -g @google/gemini-cli (or `make agent-clis` in a checkout)"
     env_prefixes: ClassVar[tuple[str, ...]] = ("GEMINI_", "GOOGLE_")
     env_names: ClassVar[tuple[str, ...]] = ("CLOUD_SHELL", "CLOUDSDK_CONFIG")
@@ -303,9 +303,6 @@ class GeminiAgent(CLIBackend):
             "yolo",
             *options.extra_args,
         ]
-
-    def stdin_text(self, request: AgentRequest) -> str | None:
-        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         """No tools at all (an empty tools.core): gemini as a plain model for the proposer."""

@@ -98,7 +98,6 @@ TOOL_PERMISSIONS: dict[str, str] = {
 # HTTP statuses that say nothing about the task, whenever they come.
 _INFRA_STATUSES = {401, 402, 403, 408, 409, 429}
 _CONNECT = re.compile(r"cannot connect to api|unable to connect", re.I)
-_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux; a longer prompt goes to stdin
 
 
 class OpencodeOptions(CLIOptions):
@@ -156,6 +155,7 @@ class OpencodeAgent(CLIBackend):
     name = "opencode"
     Options = OpencodeOptions
     executable: ClassVar[str] = "opencode"
+    long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (
         "npm install -g opencode-ai (or `make agent-clis` in a skilltune checkout) and ripgrep "
         "(apt-get install ripgrep); then `opencode auth login`, or set OPENAI_BASE_URL / a provider key"
@@ -336,9 +336,6 @@ class OpencodeAgent(CLIBackend):
         if self.stdin_text(request) is not None:  # opencode run reads a piped stdin as the message
             return [*argv, *options.extra_args]
         return [*argv, *options.extra_args, "--", request.prompt]
-
-    def stdin_text(self, request: AgentRequest) -> str | None:
-        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         return {"tools": [], "max_turns": 1}

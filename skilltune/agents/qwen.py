@@ -75,7 +75,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, NonNegativeInt
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions
+from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.cli import clip as _clip
 from skilltune.agents.cli import content_text as _text
 from skilltune.agents.process import ProcessOutcome
@@ -92,7 +92,6 @@ ALWAYS_ON_TOOLS = (
     "exit_plan_mode",
     "skill",
 )
-_ARG_BYTES = 100_000  # one argv string holds at most 128 KiB on Linux
 SYSTEM_RULE = "rules/skilltune-system.md"  # in QWEN_HOME: a system prompt too long for argv
 _MAX_TURNS_EXIT = 53
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*)", re.S)
@@ -146,6 +145,7 @@ class QwenAgent(CLIBackend):
     name = "qwen"
     Options = QwenOptions
     executable: ClassVar[str] = "qwen"
+    long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (
         "npm install -g @qwen-code/qwen-code (or `make agent-clis` in a skilltune checkout); "
         "then set OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL"
@@ -231,7 +231,7 @@ class QwenAgent(CLIBackend):
     def system_rule(request: AgentRequest) -> str | None:
         """The system-placed skill when it is too long for ``--append-system-prompt`` (a rule file)."""
         system = request.system_prompt
-        if request.options.placement != "system" or not system or len(system.encode()) < _ARG_BYTES:
+        if request.options.placement != "system" or not system or not too_long_for_argv(system):
             return None
         return system
 
@@ -292,12 +292,9 @@ class QwenAgent(CLIBackend):
             if excluded:
                 argv.append(f"--exclude-tools={','.join(excluded)}")
         argv += options.extra_args
-        if len(request.prompt.encode()) < _ARG_BYTES:
+        if not too_long_for_argv(request.prompt):
             argv.append(f"--prompt={request.prompt}")
         return argv
-
-    def stdin_text(self, request: AgentRequest) -> str | None:
-        return request.prompt if len(request.prompt.encode()) >= _ARG_BYTES else None
 
     def plain_model_options(self) -> dict[str, Any]:
         return {"tools": [], "max_turns": 1}
