@@ -633,9 +633,7 @@ class Trainer:
         reason = f"{steps} steps, {kept} kept; best {best.short}"
         if self.suite.has_split("test"):
             self.progress.phase = "test"
-            self.budget.check(
-                self.run, self.plan.final, sum(1 for _ in (self.run.root / "final").rglob("record.json"))
-            )
+            self.budget.check(self.run, self.plan.final, len(records_run(self.run.root / "final")))
             with self.stage("final", "compare") as info:
                 comparison = self.final_comparison(best)
                 info["rollouts"] = sum(a.n_rollouts for a in comparison.arms.values())

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -75,6 +78,19 @@ def _suite(tmp_path: Path, mode: str) -> Path:
 
 def _alive(marker: str) -> bool:
     return subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False).returncode == 0
+
+
+@contextlib.contextmanager
+def ctrl_c_after(seconds: float) -> Iterator[None]:
+    """A SIGINT to the main thread (as a Ctrl-C) ``seconds`` from now, unless the block ended first."""
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _record(out: Path) -> dict[str, Any]:
@@ -171,25 +187,15 @@ def test_an_interrupt_kills_running_agents_at_once_and_leaves_no_record(
 ) -> None:
     """Ctrl-C during a batch: the running agents die now (not at their 60 s wall limit), no rollout is
     recorded as a failure of any kind, and the next batch runs normally."""
-    import signal
-    import threading
-
     tasks = [
         {"id": f"t{i}", "prompt": "p", "stand_in": "busy", "scoring": {"mode": "command", "command": "true"}}
         for i in range(4)
     ]
     suite = write_suite(tmp_path / "suite", [dict(tasks[0], id="train-t")], tasks)
     out = tmp_path / "out"
-    main = threading.main_thread().ident
-    assert main is not None
-    timer = threading.Timer(2.0, signal.pthread_kill, (main, signal.SIGINT))
     t0 = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            evaluate(suite, None, agent="stand-in", out=out, workers=2, agent_options={"wall_limit_s": 60})
-    finally:
-        timer.cancel()
+    with ctrl_c_after(2.0), pytest.raises(KeyboardInterrupt):
+        evaluate(suite, None, agent="stand-in", out=out, workers=2, agent_options={"wall_limit_s": 60})
     assert time.monotonic() - t0 < 30, "the interrupt waited for the agents' wall limit"
     time.sleep(0.2)
     assert not _alive(stand_in.marker), "an agent survived the interrupt"
@@ -205,9 +211,6 @@ def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
 ) -> None:
     """A gate decided (the consumer closes the iterator) and the running rollouts are left to finish;
     Ctrl-C then kills them at once, and they leave no record."""
-    import signal
-    import threading
-
     from skilltune.agents import get_backend
     from skilltune.execute import LocalExecutor
     from skilltune.rollout import RolloutJob, RolloutRunner
@@ -229,16 +232,9 @@ def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
     batch = LocalExecutor(2).map(jobs, runner)
     first = next(batch)
     assert first.task_id == "fast"
-    main = threading.main_thread().ident
-    assert main is not None
-    timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
     t0 = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            batch.close()  # waits for "slow", which only its 60 s wall limit would end
-    finally:
-        timer.cancel()
+    with ctrl_c_after(1.0), pytest.raises(KeyboardInterrupt):
+        batch.close()  # waits for "slow", which only its 60 s wall limit would end
     assert time.monotonic() - t0 < 30, "the second interrupt waited for the agent's wall limit"
     time.sleep(0.2)
     assert not _alive(stand_in.marker), "an agent survived the interrupt"

@@ -20,6 +20,25 @@ from skilltune.train import resume as skilltune_resume
 from skilltune.train import train as skilltune_train
 
 RunOpt = Annotated[int | None, typer.Option(min=1)]
+# Options of both train and resume (a resumed run may raise its budgets and change its workers).
+BudgetRolloutsOpt = Annotated[int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")]
+BudgetTokensOpt = Annotated[
+    int | None, typer.Option(min=1, help="Most tokens, agents and proposer (default: none).")
+]
+BudgetUsdOpt = Annotated[
+    float | None, typer.Option(min=0.0, help="Most USD, reported or estimated (default: none).")
+]
+BudgetHoursOpt = Annotated[float | None, typer.Option(min=0.0, help="Most active hours (default: none).")]
+WorkersOpt = Annotated[int | None, typer.Option(min=1, help="Rollouts in parallel (default 4).")]
+SuperviseOpt = Annotated[
+    bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No live view and no progress lines; warnings and the result are still printed."
+    ),
+]
 
 
 def _reporter(quiet: bool) -> Reporter:
@@ -189,23 +208,15 @@ def train(
     screen: Annotated[
         bool | None, typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first.")
     ] = None,
-    budget_rollouts: Annotated[
-        int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")
-    ] = None,
-    budget_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Most tokens, agents and proposer (default: none).")
-    ] = None,
-    budget_usd: Annotated[
-        float | None, typer.Option(min=0.0, help="Most USD, reported or estimated (default: none).")
-    ] = None,
-    budget_hours: Annotated[
-        float | None, typer.Option(min=0.0, help="Most active hours (default: none).")
-    ] = None,
+    budget_rollouts: BudgetRolloutsOpt = None,
+    budget_tokens: BudgetTokensOpt = None,
+    budget_usd: BudgetUsdOpt = None,
+    budget_hours: BudgetHoursOpt = None,
     patience: Annotated[
         int | None, typer.Option(min=1, help="Discarded candidates in a row that end the run (default 5).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed (default 0).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Rollouts in parallel (default 4).")] = None,
+    workers: WorkersOpt = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Where runs live (default ./runs).")] = None,
     evidence_from: Annotated[
         Path | None, typer.Option(help="Use the train rollouts recorded by another run.")
@@ -229,17 +240,8 @@ def train(
     resume_run: Annotated[
         bool, typer.Option("--resume", help="Continue the run under this tag (as skilltune resume).")
     ] = False,
-    supervise_run: Annotated[
-        bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
-    ] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet",
-            "-q",
-            help="No live view and no progress lines; warnings and the result are still printed.",
-        ),
-    ] = False,
+    supervise_run: SuperviseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
     if resume_run and force:
@@ -309,23 +311,14 @@ def train(
 @guarded
 def resume(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")],
-    budget_rollouts: RunOpt = None,
-    budget_tokens: RunOpt = None,
-    budget_usd: Annotated[float | None, typer.Option(min=0.0)] = None,
-    budget_hours: Annotated[float | None, typer.Option(min=0.0)] = None,
-    workers: RunOpt = None,
+    budget_rollouts: BudgetRolloutsOpt = None,
+    budget_tokens: BudgetTokensOpt = None,
+    budget_usd: BudgetUsdOpt = None,
+    budget_hours: BudgetHoursOpt = None,
+    workers: WorkersOpt = None,
     agent_opt: AgentOpts = None,
-    supervise_run: Annotated[
-        bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
-    ] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet",
-            "-q",
-            help="No live view and no progress lines; warnings and the result are still printed.",
-        ),
-    ] = False,
+    supervise_run: SuperviseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*)."""
     if supervise_run:
