@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-SRC := skilltune tests benchmarks
+SRC := skilltune tests benchmarks tools
 
 CLIS := agentclis
 CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
@@ -35,6 +35,7 @@ check: $(STAMP)
 	$(BIN)/ruff check $(SRC)
 	$(BIN)/ruff format --check $(SRC)
 	$(BIN)/mypy
+	$(BIN)/python tools/check_import_cycles.py skilltune
 
 test: check $(CLI_STAMP)
 	$(BIN)/pytest

@@ -1,0 +1,91 @@
+"""The package's shape: no import cycle (function-level imports counted), every module imports
+alone in a fresh interpreter, modules stay small and say what they are."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+from tools.check_import_cycles import cycles, import_graph
+
+PACKAGE = REPO / "skilltune"
+MAX_LINES = 400  # agent backends excepted: one CLI's whole behaviour lives in one file
+
+
+def _modules() -> list[str]:
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(REPO).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.append(".".join(parts))
+    return names
+
+
+def test_no_import_cycle() -> None:
+    found = cycles(import_graph("skilltune"))
+    assert found == [], f"import cycles: {found}"
+
+
+def _write_package(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_checker_sees_function_level_and_package_cycles_but_not_type_checking(tmp_path, monkeypatch):
+    _write_package(
+        tmp_path,
+        {
+            "cyc/__init__.py": "",
+            # a cycle hidden behind a function-level import
+            "cyc/a.py": "from cyc import b\n",
+            "cyc/b.py": "def f():\n    from cyc import a\n    return a\n",
+            # a cycle through a package's __init__: importing cyc.sub.x runs cyc/sub/__init__.py
+            "cyc/sub/__init__.py": "from cyc.sub import x\nfrom cyc import c\n",
+            "cyc/sub/x.py": "",
+            "cyc/c.py": "import cyc.sub.x\n",
+            # TYPE_CHECKING imports never run: no cycle
+            "cyc/d.py": "from cyc import e\n",
+            "cyc/e.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyc import d\n",
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = cycles(import_graph("cyc"))
+    assert ["cyc.a", "cyc.b"] in found
+    assert ["cyc.c", "cyc.sub"] in found
+    assert not any("cyc.d" in component for component in found)
+
+
+def _import_alone(module: str) -> tuple[str, int, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    return module, proc.returncode, proc.stderr[-2000:]
+
+
+def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
+    """An import-order dependency (a module that works only after another was imported) fails here."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(_import_alone, _modules()))
+    failed = [f"{module}:\n{stderr}" for module, rc, stderr in results if rc != 0]
+    assert len(results) > 50
+    assert failed == []
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
+def test_module_is_small_and_says_what_it_is(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    docstring = ast.get_docstring(ast.parse(text))
+    assert docstring and docstring.strip().splitlines()[0].strip(), f"{path} has no docstring"
+    if path.parent.name != "agents" or path.name in ("__init__.py", "base.py", "cli.py", "process.py"):
+        lines = len(text.splitlines())
+        assert lines <= MAX_LINES, f"{path} has {lines} lines (at most {MAX_LINES}): it holds two things"
