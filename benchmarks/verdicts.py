@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from skilltune.alpha import RunAlpha  # noqa: E402
 from skilltune.gate import make_gate  # noqa: E402
-from skilltune.rollout import RolloutRecord  # noqa: E402
+from skilltune.runfiles import RolloutRecord  # noqa: E402
 from skilltune.score import Score  # noqa: E402
 
 GATES = ("strict", "paired-z", "sequential")

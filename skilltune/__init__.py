@@ -7,9 +7,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0.dev0"
 
-from skilltune.compare import Comparison, compare
+from skilltune.compare import compare
 from skilltune.errors import ScoringError, SkilltuneError, UsageError
 from skilltune.evaluate import EvalSummary, evaluate
+from skilltune.runfiles import Comparison
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.smoke import smoke
 from skilltune.suite import Suite, Task, load_suite, validate_suite

@@ -15,7 +15,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from skilltune.store import canonical_json, read_json, sha256_text, write_json
+from skilltune.runfiles import RolloutRecord, RunFileError
+from skilltune.store import canonical_json, sha256_text
 
 STORABLE = ("ok", "task_failed", "timeout")
 
@@ -36,17 +37,20 @@ class RolloutCache:
         return self.root / key[:2] / key
 
     def fetch(self, key: str, dest: Path, phase: str) -> bool:
-        """Copy the cached rollout into ``dest`` (re-labelled with ``phase``); False on a miss."""
+        """Copy the cached rollout into ``dest`` (re-labelled with ``phase``); False on a miss.
+
+        A record this skilltune cannot read (written by a newer one sharing the cache) is a miss."""
         source = self._path(key)
         if not (source / "record.json").is_file():
+            return False
+        try:
+            record = RolloutRecord.read(source / "record.json")
+        except RunFileError:
             return False
         staging = dest.with_name(f".{dest.name}.cache-tmp")
         shutil.rmtree(staging, ignore_errors=True)
         shutil.copytree(source, staging)
-        record = read_json(staging / "record.json")
-        record["phase"] = phase
-        record["cached_from"] = key
-        write_json(staging / "record.json", record)
+        record.model_copy(update={"phase": phase, "cached_from": key}).write(staging / "record.json")
         shutil.rmtree(dest, ignore_errors=True)
         staging.rename(dest)
         return True

@@ -12,57 +12,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.cache import RolloutCache
 from skilltune.errors import UsageError
 from skilltune.evaluate import make_jobs, prepare_out
 from skilltune.execute import Executor, make_executor
-from skilltune.rollout import NO_SKILL, Phase, RetryPolicy, RolloutRecord, RolloutRunner, accuracy
+from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutRunner, accuracy
+from skilltune.runfiles import ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
-from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
 from skilltune.workspace import check_placement
-
-COMPARISON_SCHEMA_VERSION = 1
-
-
-class ArmResult(BaseModel):
-    skill_hash: str
-    hard_acc: float | None
-    soft_acc: float | None
-    mixed: float | None
-    n_tasks: int
-    n_rollouts: int
-    n_scored: int
-    statuses: dict[str, int]
-    per_task: dict[str, list[float | None]]
-
-
-class PairResult(BaseModel):
-    a: str
-    b: str
-    diff: float
-    ci95: list[float] | None
-    p_value: float | None
-    n_tasks: int
-    verdict: str
-
-
-class Comparison(BaseModel):
-    schema_version: int = COMPARISON_SCHEMA_VERSION
-    suite: str
-    split: str
-    agent: str
-    reps: int
-    metric: str
-    contract: str | None
-    contaminated: bool
-    arms: dict[str, ArmResult]
-    pairs: list[PairResult]
 
 
 def _arm(
@@ -200,5 +161,5 @@ def compare(
     phase: Phase = "test" if split == "test" else "eval"
     recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, on_record)
     comparison = build_comparison(suite, split, backend.name, reps, metric, recs)
-    write_json(out / "comparison.json", comparison)
+    comparison.write(out / "comparison.json")
     return comparison

@@ -19,16 +19,8 @@ from skilltune.agents import get_backend, parse_agent_options
 from skilltune.cache import RolloutCache
 from skilltune.errors import UsageError
 from skilltune.execute import Executor, make_executor
-from skilltune.rollout import (
-    NO_SKILL,
-    Phase,
-    RetryPolicy,
-    RolloutJob,
-    RolloutRecord,
-    RolloutRunner,
-    accuracy,
-    jobs_for,
-)
+from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutJob, RolloutRunner, accuracy, jobs_for
+from skilltune.runfiles import Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json

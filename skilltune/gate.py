@@ -5,22 +5,26 @@ A gate is a strategy object. It asks the sampler for rounds of paired rollouts
 round) until it can decide. Decisions use complete rounds only, in canonical
 (task, replicate) order, so parallelism cannot change them. A round holding
 infra errors or crashed rollouts is contaminated: no gate decides on it.
+
+A training run's gate is a ``RunGate``: the gate's options are checked once, when the
+run is set up, and each decision's level comes from the run's error-control policy
+(alpha.py). Gates declare their options as a pydantic model, as agent backends do.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from skilltune.alpha import Policy, RunAlpha
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
-from skilltune.rollout import RolloutRecord, per_task_scores
+from skilltune.rollout import per_task_scores
+from skilltune.runfiles import Decision, RolloutRecord, Round, Verdict
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means
-
-Decision = Literal["accept", "reject", "contaminated"]
 
 
 class Sampler(Protocol):
@@ -29,29 +33,10 @@ class Sampler(Protocol):
         ...
 
 
-class Round(BaseModel):
-    index: int
-    replicates: int
-    candidate: float | None
-    incumbent: float | None
-    n_pairs: int
-    rollouts: int
-    statistic: dict[str, Any] = Field(default_factory=dict)
+class GateOptions(BaseModel):
+    """Options of a gate (none for the one-pass gates); unknown keys are refused."""
 
-
-class Verdict(BaseModel):
-    decision: Decision
-    reason: str
-    metric: str
-    val_candidate: float | None
-    val_incumbent: float | None
-    rounds: list[Round]
-    rollouts: int
-    alpha: float | None = None  # the decision's level under the run's error-control policy
-
-    @property
-    def accept(self) -> bool:
-        return self.decision == "accept"
+    model_config = ConfigDict(extra="forbid")
 
 
 def contaminated(records: list[RolloutRecord]) -> bool:
@@ -59,15 +44,24 @@ def contaminated(records: list[RolloutRecord]) -> bool:
 
 
 class Gate(ABC):
-    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and the ``OPTIONS`` they take."""
+    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and their ``Options`` model.
+
+    ``Options`` holding an ``alpha`` field makes the gate's level the run's to set: a
+    training run gives each decision its level from its error-control policy.
+    """
 
     name: str
-    OPTIONS: ClassVar[frozenset[str]] = frozenset()
+    Options: ClassVar[type[GateOptions]] = GateOptions
 
     def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
         self.metric = metric
         self.reps = reps
-        self.settings = settings
+        self.options = self.Options.model_validate(settings)
+
+    @property
+    def max_replicates(self) -> int:
+        """Replicates per val task per arm a decision may use (the rollouts it may cost)."""
+        return self.reps
 
     @abstractmethod
     def decide(self, sampler: Sampler) -> Verdict: ...
@@ -160,14 +154,75 @@ GATES: Registry[type[Gate]] = Registry("skilltune.gates", "gate")
 def make_gate(name: str, metric: str, reps: int, **settings: Any) -> Gate:
     """The gate ``name`` with its options; unknown or invalid options are bad input."""
     cls = GATES.get(name)
-    unknown = sorted(set(settings) - set(cls.OPTIONS))
-    if unknown:
-        known = ", ".join(sorted(cls.OPTIONS)) or "none"
-        raise UsageError(f"unknown option(s) {', '.join(unknown)} for the {name} gate (known: {known})")
     try:
         return cls(metric=metric, reps=reps, **settings)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"{name} gate options: {exc}") from None
+    except ValidationError as exc:
+        raise UsageError(_options_problem(name, cls, exc)) from None
+
+
+def _options_problem(name: str, cls: type[Gate], exc: ValidationError) -> str:
+    unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
+    if unknown:
+        known = ", ".join(sorted(cls.Options.model_fields)) or "none"
+        return f"unknown option(s) {', '.join(unknown)} for the {name} gate (known: {known})"
+    details = "; ".join(f"{'.'.join(str(p) for p in e['loc'])} {e['msg']}" for e in exc.errors())
+    return f"{name} gate options: {details}"
+
+
+class RunGate:
+    """The gate of a training run: built and checked once, then one gate per decision.
+
+    A gate whose options hold ``alpha`` tests each decision at the level the run's
+    error-control policy gives it from the outcomes of the decisions before (so a resumed
+    run computes the same levels); ``alpha`` is then the run's to set, never an option.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        metric: str,
+        reps: int,
+        options: dict[str, Any],
+        alpha: float,
+        policy: Policy,
+        planned: int,
+    ) -> None:
+        self.name = name
+        cls = GATES.get(name)
+        self.leveled = "alpha" in cls.Options.model_fields
+        if "alpha" in options:
+            raise UsageError(
+                "gate option alpha: a training run sets each decision's level from the run-wide alpha "
+                "(--alpha, default 0.05, spent over the run's decisions); drop alpha from the gate options"
+            )
+        self._options = dict(options)
+        self.run_alpha = RunAlpha(alpha, policy, planned)
+        # Checked now, before anything runs: an unknown or invalid option is bad input.
+        self._template = make_gate(name, metric, reps, **self._with_level(alpha))
+
+    def _with_level(self, level: float) -> dict[str, Any]:
+        return self._options | {"alpha": level} if self.leveled else self._options
+
+    @property
+    def max_replicates(self) -> int:
+        return self._template.max_replicates
+
+    def for_decision(self, earlier: list[bool]) -> tuple[Gate, float | None]:
+        """The gate of the next decision and its level (None for a gate without one), given the
+        outcomes of the run's earlier decisions (True = accepted)."""
+        if not self.leveled:
+            return self._template, None
+        level = self.run_alpha.level(earlier)
+        gate = make_gate(self.name, self._template.metric, self._template.reps, **self._with_level(level))
+        return gate, level
+
+
+class SequentialOptions(GateOptions):
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="the decision's level")
+    max_reps: int = Field(default=8, ge=1, description="replicates per val task per arm at most")
+    min_effect: float = Field(default=0.10, description="futility: the smallest gain worth keeping")
+    futility_confidence: float = Field(default=0.90, gt=0.0, lt=1.0)
+    rho: float = Field(default=2.0, gt=0.0, description="power-family spending exponent")
 
 
 class SequentialGate(Gate):
@@ -187,31 +242,21 @@ class SequentialGate(Gate):
     """
 
     name = "sequential"
-    OPTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"alpha", "max_reps", "min_effect", "futility_confidence", "rho"}
-    )
+    Options = SequentialOptions
 
-    def __init__(
-        self,
-        metric: str = "mixed",
-        reps: int = 1,
-        alpha: float = 0.05,
-        max_reps: int = 8,
-        min_effect: float = 0.10,
-        futility_confidence: float = 0.90,
-        rho: float = 2.0,
-        **settings: Any,
-    ) -> None:
+    def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
         super().__init__(metric, reps, **settings)
-        if not 0 < alpha < 0.5:
-            raise ValueError("alpha must lie in (0, 0.5)")
-        if int(max_reps) < 1 or not 0 < futility_confidence < 1 or rho <= 0:
-            raise ValueError("max_reps must be >= 1, futility_confidence in (0, 1), rho > 0")
-        self.alpha = alpha
-        self.max_reps = int(max_reps)
-        self.min_effect = min_effect
-        self.futility_confidence = futility_confidence
-        self.rho = rho
+        options = self.options
+        assert isinstance(options, SequentialOptions)
+        self.alpha = options.alpha
+        self.max_reps = options.max_reps
+        self.min_effect = options.min_effect
+        self.futility_confidence = options.futility_confidence
+        self.rho = options.rho
+
+    @property
+    def max_replicates(self) -> int:
+        return self.max_reps
 
     def decide(self, sampler: Sampler) -> Verdict:
         test = SequentialTest(self.alpha, self.max_reps, self.min_effect, self.futility_confidence, self.rho)

@@ -18,72 +18,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
 from skilltune.agents.process import interruptible_sleep
 from skilltune.cache import RolloutCache, rollout_key
 from skilltune.errors import ScoringError, SkilltuneError
+from skilltune.runfiles import Phase, RolloutFiles, RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
 from skilltune.suite import Suite, Task, safe_id
 from skilltune.workspace import Workspace, place_skill
 
-RECORD_SCHEMA_VERSION = 1
 NO_SKILL = "noskill"
-Phase = Literal["train", "screen", "gate", "test", "eval"]
-RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed"]
 SCORED_STATUSES = ("ok", "task_failed", "timeout")
 _SUMMARY_DIFF_CHARS = 4000
-
-
-class RolloutFiles(BaseModel):
-    conversation: str = "conversation.json"
-    events: str = "events.jsonl"
-    diff: str = "diff.patch"
-    output: str = "output.txt"
-    score: str | None = "score.json"
-
-
-class RolloutRecord(BaseModel):
-    """The outcome of one rollout (record.json).
-
-    Invariants: ``score`` is set iff ``status`` is ok, task_failed or timeout;
-    ``infra_error`` and ``crashed`` are never task failures and are never scored;
-    ``candidate`` is the full candidate hash or ``"noskill"``.
-    """
-
-    schema_version: int = RECORD_SCHEMA_VERSION
-    task_id: str
-    split: str
-    phase: Phase
-    replicate: int
-    seed: int
-    candidate: str
-    agent: str
-    model: str | None = None
-    options_hash: str
-    task_hash: str
-    status: RolloutStatus
-    reason: str | None = None
-    score: Score | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
-    cost_estimated: bool = False
-    turns: int | None = None
-    wall_s: float
-    attempts: int = 1
-    started_at: str
-    files: RolloutFiles = Field(default_factory=RolloutFiles)
-    cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
-
-    @property
-    def scored(self) -> bool:
-        return self.score is not None
 
 
 @dataclass(frozen=True)
@@ -126,9 +76,7 @@ def rollout_dir(out: Path, job: RolloutJob) -> Path:
 
 def load_record(folder: Path) -> RolloutRecord | None:
     path = folder / "record.json"
-    if not path.is_file():
-        return None
-    return RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    return RolloutRecord.read(path) if path.is_file() else None
 
 
 @dataclass
@@ -221,7 +169,7 @@ class RolloutRunner:
             attempts=attempts,
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
-        write_json(folder / "record.json", record)
+        record.write(folder / "record.json")
         return record
 
     def _run(self, job: RolloutJob, folder: Path) -> RolloutRecord:
@@ -368,7 +316,7 @@ class RolloutRunner:
             started_at=started,
             files=RolloutFiles(score="score.json" if score is not None else None),
         )
-        write_json(folder / "record.json", record)
+        record.write(folder / "record.json")
         return record
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from skilltune.store import RunDir
+from skilltune.rundir import RunDir
 
 RESTARTABLE = ("crash",)
 

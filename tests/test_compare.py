@@ -10,9 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from skilltune.cli import app
-from skilltune.compare import Comparison, build_comparison, compare
+from skilltune.compare import build_comparison, compare
 from skilltune.errors import ContractMismatchError, UsageError
-from skilltune.rollout import NO_SKILL, RolloutRecord, RolloutStatus
+from skilltune.rollout import NO_SKILL
+from skilltune.runfiles import SCHEMA_VERSION, Comparison, RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
 from skilltune.skill import Candidate, load_skill
 from skilltune.stats import paired_t
@@ -236,7 +237,7 @@ def test_compare_writes_a_valid_comparison(demo: tuple[Comparison, Path]) -> Non
     path = out / "comparison.json"
     assert path.is_file()
     raw = json.loads(path.read_text())
-    assert raw["schema_version"] == 1
+    assert raw["schema_version"] == SCHEMA_VERSION
     assert Comparison.model_validate(raw) == comp
     assert list(comp.arms) == ["seed", "good", "noskill"]
     assert [(p.a, p.b) for p in comp.pairs] == [("seed", "good"), ("seed", "noskill"), ("good", "noskill")]

@@ -11,7 +11,7 @@ import pytest
 
 from skilltune.errors import UsageError
 from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
-from skilltune.rollout import RolloutRecord, RolloutStatus
+from skilltune.runfiles import RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
 
 Scores = tuple[int, float, float]  # hard, soft, mixed
@@ -305,7 +305,7 @@ def test_make_gate() -> None:
     assert isinstance(strict, StrictGate)
     with pytest.raises(UsageError, match=r"unknown option\(s\) extra for the strict gate"):
         make_gate("strict", "hard", 2, extra=1)
-    with pytest.raises(UsageError, match="max_reps must be"):
+    with pytest.raises(UsageError, match="sequential gate options: max_reps"):
         make_gate("sequential", "mixed", 1, max_reps=0)
     s = sampler({"t1": 1.0}, {"t1": 0.0})
     strict.decide(s)

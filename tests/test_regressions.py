@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 from skilltune.agents import AGENTS, AgentRequest, AgentResult, get_backend
 from skilltune.agents.mock import MockAgent, MockOptions
-from skilltune.budget import Budget, BudgetExhausted
 from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
@@ -23,12 +22,15 @@ from skilltune.progress import PlainReporter
 from skilltune.propose.merge import merge_edits
 from skilltune.propose.model import Edit
 from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rundir import RunDir
+from skilltune.runfiles import SessionStart
 from skilltune.skill import Candidate, load_skill
-from skilltune.store import REDACTED, RunDir, is_secret_key, read_json, write_json
+from skilltune.skill_repo import SkillRepo
+from skilltune.store import REDACTED, is_secret_key, read_json, write_json
 from skilltune.suite import load_suite, validate_suite
 from skilltune.supervise import supervise
 from skilltune.train import resume, train
-from skilltune.versions import SkillRepo
+from skilltune.train.budget import Budget, BudgetExhausted
 from skilltune.workspace import Workspace, git
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO, rule_task, write_skill, write_suite
 
@@ -90,7 +92,7 @@ def test_resume_rebuilds_results_and_meta_from_unit_records(tmp_path: Path) -> N
     assert run.results.read_text() == ref.results.read_text()
     assert run.meta.read_text() == ref.meta.read_text()
     assert "## Epoch 1" in run.meta.read_text()
-    prompt = read_json(run.step_dir(2) / "reflections.json")["calls"][0]["prompt"]
+    prompt = read_json(run.unit_dir("step", 2) / "reflections.json")["calls"][0]["prompt"]
     assert "## Epoch 1" in prompt and "step 1" in prompt
 
 
@@ -140,13 +142,13 @@ def test_a_contaminated_gate_verdict_is_not_memoised(tmp_path: Path) -> None:
         )
         run = RunDir(Path(blocked.run_dir))
         assert blocked.state == "blocked", blocked.reason
-        assert not (run.step_dir(1) / "gate.json").exists()
+        assert not (run.unit_dir("step", 1) / "gate.json").exists()
         flag.unlink()
         done = resume(run.root, retry=NO_RETRY, reporter=_quiet())
     finally:
         AGENTS.unregister(GateDownAgent.name)
     assert done.state in ("success", "no-progress"), done.reason
-    gate = read_json(run.step_dir(1) / "gate.json")
+    gate = read_json(run.unit_dir("step", 1) / "gate.json")
     assert gate["decision"] in ("accept", "reject")
 
 
@@ -382,10 +384,10 @@ def test_supervise_does_not_resume_a_run_when_the_first_command_is_bad_input(tmp
     train(MOCK_SUITE, MOCK_SKILL, tag="t", runs_dir=str(runs), max_steps=1, reporter=_quiet(), **FAST)
     run = RunDir(runs / "t")
     run.terminal_path.unlink()  # looks like a run that died
-    sessions = sum(1 for e in run.read_journal() if e["event"] == "session_start")
+    sessions = sum(1 for e in run.read_journal() if isinstance(e, SessionStart))
     first = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--tag", "t", "--runs-dir", str(runs)]
     assert supervise(first, run.root, max_restarts=2, backoff_s=0) == 2
-    assert sum(1 for e in run.read_journal() if e["event"] == "session_start") == sessions
+    assert sum(1 for e in run.read_journal() if isinstance(e, SessionStart)) == sessions
     assert run.terminal() is None
 
 
@@ -444,7 +446,7 @@ def test_a_seed_with_an_old_lint_error_can_still_improve(tmp_path: Path) -> None
         MOCK_SUITE, skill, tag="l", runs_dir=str(tmp_path / "runs"), max_steps=2, reporter=_quiet(), **FAST
     )
     run = RunDir(Path(result.run_dir))
-    steps = [read_json(run.step_dir(n) / "step.json") for n in (1, 2)]
+    steps = [read_json(run.unit_dir("step", n) / "step.json") for n in (1, 2)]
     assert any(s["decision"] != "lint" for s in steps), steps
     assert not [s for s in steps if "missing-checklist" in s["reason"]], steps
 
@@ -652,8 +654,8 @@ def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
 
 def test_rollouts_copied_from_a_shared_cache_cost_the_run_nothing(tmp_path: Path) -> None:
     """A second run replaying every rollout from the shared cache spends no rollout budget."""
-    from skilltune.budget import spent
     from skilltune.progress import PlainReporter
+    from skilltune.train.budget import spent
 
     cache = str(tmp_path / "cache")
     kwargs: dict[str, Any] = {"runs_dir": str(tmp_path), "max_steps": 2, "seed": 4, "cache": cache}

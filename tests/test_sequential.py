@@ -9,7 +9,7 @@ import pytest
 
 from skilltune.alpha import RunAlpha, harmonic_weights
 from skilltune.gate import SequentialGate, make_gate
-from skilltune.rollout import RolloutRecord
+from skilltune.runfiles import RolloutRecord
 from skilltune.score import Score
 from skilltune.stats import SequentialTest, group_sequential_bounds
 

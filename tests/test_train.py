@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from skilltune.cli import app
 from skilltune.errors import UsageError
+from skilltune.rundir import RESULTS_HEADER, RunDir
+from skilltune.runfiles import SessionStart, StageDone
 from skilltune.skill import load_skill
-from skilltune.store import RESULTS_HEADER, RunDir
 from skilltune.train import resume, train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, NULL_SUITE, REPO
 
@@ -56,16 +57,16 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
         "best_skill/SKILL.md",
     ):
         assert (run.root / name).is_file(), name
-    epoch = json.loads((run.epoch_dir(1) / "epoch.json").read_text())
+    epoch = json.loads((run.unit_dir("epoch", 1) / "epoch.json").read_text())
     assert epoch["decision"] in ("accept", "reject", "skip"), (
         epoch
     )  # its own PROTECTED block is not a lint error
     if epoch["decision"] != "skip":
         assert (
             "<!-- PROTECTED:slow-update -->\n## Conventions (slow update)\n- Epoch 1:"
-            in (run.epoch_dir(1) / "candidate_skill.md").read_text()
+            in (run.unit_dir("epoch", 1) / "candidate_skill.md").read_text()
         )
-    step1 = run.step_dir(1)
+    step1 = run.unit_dir("step", 1)
     for name in ("reflections.json", "merged_patch.json", "candidate_skill.md", "gate.json", "step.json"):
         assert (step1 / name).is_file(), name
     assert list((step1 / "rollouts" / "train").glob("*/*/record.json"))
@@ -86,19 +87,20 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
     assert best_tag[0] == best_tag[1]
     assert load_skill(run.best_dir).hash == result.best_hash
     # per-stage wall time in the journal, also for a backend that reports no tokens
-    stages = {(e["unit"], e["stage"]) for e in run.read_journal() if e["event"] == "stage"}
+    stage_events = [e for e in run.read_journal() if isinstance(e, StageDone)]
+    stages = {(e.unit, e.stage) for e in stage_events}
     assert {("step_0001", "rollout"), ("step_0001", "reflect"), ("step_0001", "gate")} <= stages
-    assert all("seconds" in e for e in run.read_journal() if e["event"] == "stage")
+    assert all(e.seconds >= 0 for e in stage_events)
     # and the agents' tokens of each stage that ran rollouts (the mock reports some)
-    by_stage = {(e["unit"], e["stage"]): e for e in run.read_journal() if e["event"] == "stage"}
+    by_stage = {(e.unit, e.stage): e for e in stage_events}
     train_tokens = sum(
         json.loads(p.read_text())["tokens_in"]
-        for p in (run.step_dir(1) / "rollouts" / "train").rglob("record.json")
+        for p in (run.unit_dir("step", 1) / "rollouts" / "train").rglob("record.json")
     )
-    assert by_stage[("step_0001", "rollout")]["tokens_in"] == train_tokens > 0
-    assert (
-        by_stage[("step_0001", "gate")]["tokens_in"] > 0 and by_stage[("final", "compare")]["tokens_out"] > 0
-    )
+    assert by_stage[("step_0001", "rollout")].tokens_in == train_tokens > 0
+    assert (by_stage[("step_0001", "gate")].tokens_in or 0) > 0 and (
+        by_stage[("final", "compare")].tokens_out or 0
+    ) > 0
     # proposer prompts hold train evidence only: no val or test task id appears in them
     suite_ids = {
         json.loads(line)["id"]
@@ -170,7 +172,7 @@ def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) ->
     ours = json.loads(run.comparison.read_text())
     theirs = json.loads(reference.comparison.read_text())
     assert ours["arms"] == theirs["arms"] and ours["pairs"] == theirs["pairs"]
-    sessions = [e for e in run.read_journal() if e["event"] == "session_start"]
+    sessions = [e for e in run.read_journal() if isinstance(e, SessionStart)]
     assert len(sessions) >= 2  # it really was interrupted and resumed
 
 
@@ -255,18 +257,43 @@ def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None
     assert alive.stdout.strip() == "", "an agent survived the second Ctrl-C"
 
 
-def test_train_resume_warns_about_the_settings_it_keeps(tmp_path: Path) -> None:
+def test_every_way_of_resuming_refuses_a_changed_setting_and_takes_a_raised_budget(tmp_path: Path) -> None:
+    """One rule, in resume: `train --resume`, `skilltune resume` and the Python API refuse a setting that
+    would make the run another one (nothing written), and take what cannot change its results."""
     base = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--tag", "r", "--runs-dir", str(tmp_path),
-            "--agent-opt", "sleep_s=0", "--max-steps", "1", "-q"]  # fmt: skip
-    assert subprocess.run(_cli(*base), capture_output=True, check=False).returncode == 0
-    same = subprocess.run(
-        _cli(*base, "--agent-opt", "sleep_s=0.0", "--resume"), capture_output=True, text=True, check=False
+            "--agent-opt", "sleep_s=0", "--max-steps", "2", "-q"]  # fmt: skip
+    first = subprocess.run(
+        _cli(*base, "--budget-rollouts", "300"), capture_output=True, text=True, check=False
     )
-    assert "warning" not in same.stderr, same.stderr  # the same settings, spelled differently
+    assert first.returncode == 0, first.stderr
+    run = RunDir(tmp_path / "r")
+    assert (run.terminal() or ("",))[0] == "exhausted"
+    config_before = run.config.read_text()
+
     changed = subprocess.run(
         _cli(*base, "--batch", "4", "--resume"), capture_output=True, text=True, check=False
     )
-    assert "warning: --batch ignored" in changed.stderr, changed.stderr
+    assert changed.returncode == 2, changed.stderr
+    assert "--batch" in changed.stderr and "keeps the settings it started with" in changed.stderr
+    option = subprocess.run(
+        _cli("resume", str(run.root), "--agent-opt", "sleep_s=1"), capture_output=True, text=True, check=False
+    )
+    assert option.returncode == 2 and "--agent-opt" in option.stderr, option.stderr
+    with pytest.raises(UsageError, match="--agent-opt"):
+        resume(run.root, agent_options={"sleep_s": 1}, **_quiet())
+    with pytest.raises(UsageError, match="--max-steps"):
+        resume(run.root, max_steps=3, **_quiet())
+    assert (run.terminal() or ("",))[0] == "exhausted"  # nothing was written
+    assert run.config.read_text() == config_before
+
+    # the same settings spelled differently, and a raised budget: the run goes on to its end
+    same = subprocess.run(
+        _cli(*base, "--agent-opt", "sleep_s=0.0", "--budget-rollouts", "5000", "--resume"),
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    assert (run.terminal() or ("",))[0] in ("success", "no-progress")
+    assert json.loads(run.config.read_text())["budget_rollouts"] == 5000
 
 
 def test_budgets_refuse_too_small_and_exhaust_then_resume_with_a_raise(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from skilltune import __version__
 from skilltune.errors import SkilltuneError, UsageError
-from skilltune.rollout import RolloutRecord
+from skilltune.runfiles import RolloutRecord
 
 app = typer.Typer(
     name="skilltune",

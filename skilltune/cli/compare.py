@@ -23,11 +23,11 @@ from skilltune.cli.app import (
     parse_agent_opts,
     progress_bar,
 )
-from skilltune.compare import Comparison
 from skilltune.compare import compare as skilltune_compare
 from skilltune.errors import UsageError
 from skilltune.meta_eval import MetaEval
 from skilltune.progress import fmt
+from skilltune.runfiles import Comparison
 from skilltune.skill import Candidate, load_skill
 from skilltune.suite import load_suite
 

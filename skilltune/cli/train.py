@@ -15,7 +15,7 @@ from skilltune.cli.compare import print_comparison
 from skilltune.errors import UsageError
 from skilltune.progress import LiveReporter, PlainReporter, Reporter, fmt
 from skilltune.supervise import supervise
-from skilltune.train import TrainResult
+from skilltune.train import TrainConfig, TrainResult
 from skilltune.train import resume as skilltune_resume
 from skilltune.train import train as skilltune_train
 
@@ -47,44 +47,6 @@ def _reporter(quiet: bool) -> Reporter:
     return PlainReporter(quiet=quiet)
 
 
-def _warn_ignored_on_resume(run_dir: Path, settings: dict[str, Any]) -> None:
-    """A resumed run keeps the settings it started with (only budgets and workers change): say which
-    of the given settings differ from the run's config.json and are therefore not applied."""
-    import json
-
-    try:
-        started = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # resume itself reports a missing or broken run
-
-    def differs(given: Any, kept: Any) -> bool:  # flags are text; config.json holds parsed values
-        if isinstance(given, dict) and isinstance(kept, dict):
-            return any(differs(v, kept.get(k)) for k, v in given.items())
-        if isinstance(given, str) and isinstance(kept, str) and ("/" in given or "/" in kept):
-            return Path(given).resolve() != Path(kept).resolve()
-        try:
-            return float(given) != float(kept)
-        except (TypeError, ValueError):
-            return str(given) != str(kept)
-
-    ignored = sorted(
-        key
-        for key, value in settings.items()
-        if key in started
-        and not (key.startswith("budget_") or key in ("workers", "runs_dir"))
-        and value not in (None, {})
-        and differs(value, started[key])
-    )
-    if ignored:
-        flag = {"agent_options": "agent-opt", "proposer_options": "proposer-opt", "gate_options": "gate-opt"}
-        names = ", ".join(f"--{flag.get(k, k.replace('_', '-'))}" for k in ignored)
-        err.print(
-            f"warning: {names} ignored: a resumed run keeps the settings it started with "
-            "(only --budget-* and --workers change); start a new --tag to change them",
-            markup=False,
-        )
-
-
 def read_config_file(path: Path) -> dict[str, Any]:
     """A TOML file of train settings (keys as the flags, with - or _), flags override it."""
     try:
@@ -98,8 +60,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     settings = {key.replace("-", "_"): value for key, value in raw.items()}
-    from skilltune.train import TrainConfig
-
     known = set(TrainConfig.model_fields) | {"suite"}
     unknown = sorted(key for key in settings if key not in known)
     if unknown:
@@ -293,11 +253,9 @@ def train(
     tag_name = settings.pop("tag")
     reporter = _reporter(quiet)
     try:
-        if resume_run:
+        if resume_run:  # the settings given must be the run's, but for what a resume may change
             run_dir = Path(settings.get("runs_dir", "runs")) / str(tag_name)
-            raised = {k: v for k, v in settings.items() if k.startswith("budget_") or k == "workers"}
-            _warn_ignored_on_resume(run_dir, settings)
-            result = skilltune_resume(run_dir, reporter=reporter, **raised)
+            result = skilltune_resume(run_dir, reporter=reporter, suite=suite, skill=skill_path, **settings)
         else:
             result = skilltune_train(
                 suite, skill_path, tag=tag_name, force=force, reporter=reporter, **settings
@@ -320,7 +278,10 @@ def resume(
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*)."""
+    """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*).
+
+    It keeps the run's settings; --budget-*, --workers and redacted secrets (--agent-opt KEY=...)
+    may be given."""
     if supervise_run:
         raise typer.Exit(supervise([a for a in sys.argv[1:] if a != "--supervise"], run_dir))
     overrides: dict[str, Any] = dict(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Protocol
 
-from skilltune.rollout import RolloutJob, RolloutRecord, RolloutRunner
+from skilltune.rollout import RolloutJob, RolloutRunner
+from skilltune.runfiles import RolloutRecord
 
 
 class Executor(Protocol):

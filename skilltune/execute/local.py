@@ -10,7 +10,8 @@ from collections.abc import Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from skilltune.agents.process import clear_interrupt, interrupt_agents, reap_orphans
-from skilltune.rollout import RolloutJob, RolloutRecord, RolloutRunner
+from skilltune.rollout import RolloutJob, RolloutRunner
+from skilltune.runfiles import RolloutRecord
 
 
 class LocalExecutor:

@@ -13,6 +13,7 @@ Ray is an optional extra: ``pip install 'skilltune[ray]'``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -23,15 +24,8 @@ from typing import Any
 
 from skilltune.agents.process import GRACE_S
 from skilltune.errors import UsageError
-from skilltune.rollout import (
-    Phase,
-    RetryPolicy,
-    RolloutJob,
-    RolloutRecord,
-    RolloutRunner,
-    load_record,
-    rollout_dir,
-)
+from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
+from skilltune.runfiles import Phase, RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, write_text
 
@@ -219,7 +213,7 @@ class RayExecutor:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         write_text(folder / "record.json", files.get("record.json", record_json.encode()).decode("utf-8"))
-        record = RolloutRecord.model_validate_json(record_json)
+        record = RolloutRecord.parse(json.loads(record_json), str(folder / "record.json"))
         if runner.cache is not None:
             runner.cache.store(runner.cache_key(job), folder, record.status)
         return record

@@ -1,5 +1,5 @@
 """Patch ops on skill text: exact-once anchors, all-or-nothing, front matter and
-PROTECTED blocks untouched."""
+PROTECTED blocks untouched; and the lint decision on the candidate an edit made."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from skilltune.propose.model import Edit
-from skilltune.skill import Candidate
+from skilltune.skill import Candidate, lint_candidate
 
 _PROTECTED = re.compile(r"<!--\s*PROTECTED:([A-Za-z0-9_.-]+)\s*-->.*?<!--\s*/PROTECTED\s*-->", re.S)
 _MARKER = re.compile(r"<!--\s*/?PROTECTED")
@@ -224,3 +224,32 @@ def set_protected_block(text: str, name: str, content: str) -> str:
     if found:
         return text[: found.start()] + block + text[found.end() :]
     return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def lint_edit(
+    candidate: Candidate, incumbent: Candidate, growth_cap: float, own_block: str | None = None
+) -> str | None:
+    """Why ``candidate`` may not be gated against ``incumbent`` (None when it may).
+
+    Only problems the edit introduced count (a seed with a broken link can still be
+    improved): new lint errors, a changed front-matter name, a changed PROTECTED block
+    (except ``own_block``, the one the epoch slow update writes), growth past ``growth_cap``.
+    """
+    if candidate.hash == incumbent.hash:
+        return "the candidate is identical to the incumbent"
+    before = {i.message for i in lint_candidate(incumbent) if i.severity == "error"}
+    errors = [str(i) for i in lint_candidate(candidate) if i.severity == "error" and i.message not in before]
+    if errors:
+        return "lint: " + "; ".join(errors[:3])
+    if candidate.name != incumbent.name:
+        return f"lint: the front-matter name changed ({incumbent.name} -> {candidate.name})"
+    old_blocks, new_blocks = protected_blocks(incumbent.text), protected_blocks(candidate.text)
+    if own_block is not None:
+        old_blocks.pop(own_block, None)
+        new_blocks.pop(own_block, None)
+    if old_blocks != new_blocks:
+        return "lint: a PROTECTED block changed"
+    limit = len(incumbent.text) * (1 + growth_cap) + 200
+    if len(candidate.text) > limit:
+        return f"lint: {candidate.main} grew from {len(incumbent.text)} to {len(candidate.text)} characters (cap {int(limit)})"
+    return None

@@ -13,9 +13,8 @@ from typing import Literal
 from skilltune.errors import SkilltuneError
 from skilltune.progress import fmt
 from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
-from skilltune.rollout import RolloutRecord
+from skilltune.runfiles import RolloutRecord, UnitRecord
 from skilltune.skill import Candidate
-from skilltune.store import UnitRecord
 from skilltune.suite import Suite
 
 _DIFF_LIMIT = 20_000

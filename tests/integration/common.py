@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from skilltune.agents import get_backend
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRecord, RolloutRunner, rollout_dir
+from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
+from skilltune.runfiles import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import load_suite
 from tests.fakeserver import INPUT_TOKENS, OUTPUT_TOKENS, FakeModelServer

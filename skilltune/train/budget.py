@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from skilltune.rollout import RolloutRecord
-from skilltune.store import RunDir, read_json
+from skilltune.rundir import RunDir
+from skilltune.runfiles import ReflectionsFile, RolloutRecord, SessionStart, SlowUpdateFile
 from skilltune.suite import Suite
 
 
@@ -98,20 +98,22 @@ class Plan:
 def records_run(folder: Path) -> list[RolloutRecord]:
     """The rollout records under ``folder`` that were run, not copied from a shared rollout cache
     (``cached_from``: those cost nothing here)."""
-    found = (
-        RolloutRecord.model_validate_json(path.read_text(encoding="utf-8"))
-        for path in sorted(folder.rglob("record.json"))
-    )
+    found = (RolloutRecord.read(path) for path in sorted(folder.rglob("record.json")))
     return [rec for rec in found if not rec.cached_from]
+
+
+def proposer_tokens(folder: Path) -> int:
+    """Tokens of the proposer calls recorded under ``folder`` (reflections and slow updates)."""
+    calls = [c for p in sorted(folder.rglob("reflections.json")) for c in ReflectionsFile.read(p).calls]
+    calls += [c for p in sorted(folder.rglob("slow_update.json")) for c in SlowUpdateFile.read(p).calls]
+    return sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
 
 
 def spent(run: RunDir) -> Spent:
     """Rollouts, tokens (agents and proposers) and USD recorded in the run directory."""
     records = records_run(run.root)
     tokens = sum((rec.tokens_in or 0) + (rec.tokens_out or 0) for rec in records)
-    for path in run.steps.rglob("reflections.json"):
-        for call in read_json(path).get("calls", []):
-            tokens += (call.get("tokens_in") or 0) + (call.get("tokens_out") or 0)
+    tokens += proposer_tokens(run.steps)
     return Spent(len(records), tokens, sum(rec.cost_usd or 0.0 for rec in records))
 
 
@@ -120,9 +122,9 @@ def hours_spent(run: RunDir) -> float:
     total = 0.0
     start: datetime | None = None
     last: datetime | None = None
-    for row in run.read_journal():
-        ts = datetime.fromisoformat(row["ts"])
-        if row["event"] == "session_start":
+    for event in run.read_journal():
+        ts = datetime.fromisoformat(event.ts)
+        if isinstance(event, SessionStart):
             if start is not None and last is not None:
                 total += (last - start).total_seconds()
             start = ts

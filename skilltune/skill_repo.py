@@ -1,4 +1,4 @@
-"""Accepted skill versions in git: a repository skilltune owns inside the run directory.
+"""The skill's git repository: accepted versions as commits in a repository the run owns.
 
 Branch ``skilltune/<name>/<tag>``; every accepted step is a commit whose message
 starts with ``[step N]`` (``[epoch N]`` for slow updates); tag ``best`` marks the

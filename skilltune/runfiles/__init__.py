@@ -1,0 +1,98 @@
+"""The files a run writes and reads back, as versioned pydantic models: the run directory's schema.
+
+Every JSON file of a run directory (and each journal line) is one model here, written and
+read through it. Each carries ``schema_version``; reading checks it:
+
+- a file from a **newer** skilltune is refused with a message saying what to do
+  (``NewerRunFileError``), never half-read;
+- a file from an **older** one is migrated on read, one version at a time
+  (``RunFile.MIGRATIONS``); a version with no way forward is refused (``OldRunFileError``).
+
+The version is one number for the whole run format (``SCHEMA_VERSION``): a change to any
+file's shape bumps it, registers the migration (or the refusal) of the files it changed,
+and adds a test that reads a file of the old version (tests/test_runfiles.py). Models
+nested in these files (``Score``, ``Edit``, ``ProposerCall``) are part of the schema too.
+score.json keeps a version of its own: nothing reads it back.
+
+History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
+comparison.json, config.json and step.json carried a version; seed.json, gate.json,
+reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
+journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
+"""
+
+from __future__ import annotations
+
+from skilltune.runfiles.base import (
+    SCHEMA_VERSION,
+    Migration,
+    NewerRunFileError,
+    OldRunFileError,
+    RunFile,
+    RunFileError,
+)
+from skilltune.runfiles.config import EditBudgetConfig, RunConfigFile, SeedFile, TrainConfig
+from skilltune.runfiles.journal import (
+    Crashed,
+    JournalEvent,
+    Resumed,
+    RunStart,
+    SessionEnd,
+    SessionStart,
+    StageDone,
+    UnitEnd,
+    parse_event,
+)
+from skilltune.runfiles.rollouts import (
+    ArmResult,
+    Comparison,
+    PairResult,
+    Phase,
+    RolloutFiles,
+    RolloutRecord,
+    RolloutStatus,
+)
+from skilltune.runfiles.units import (
+    UNIT_FILES,
+    Decision,
+    ReflectionsFile,
+    Round,
+    SlowUpdateFile,
+    UnitRecord,
+    Verdict,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "UNIT_FILES",
+    "ArmResult",
+    "Comparison",
+    "Crashed",
+    "Decision",
+    "EditBudgetConfig",
+    "JournalEvent",
+    "Migration",
+    "NewerRunFileError",
+    "OldRunFileError",
+    "PairResult",
+    "Phase",
+    "ReflectionsFile",
+    "Resumed",
+    "RolloutFiles",
+    "RolloutRecord",
+    "RolloutStatus",
+    "Round",
+    "RunConfigFile",
+    "RunFile",
+    "RunFileError",
+    "RunStart",
+    "SeedFile",
+    "SessionEnd",
+    "SessionStart",
+    "SlowUpdateFile",
+    "StageDone",
+    "TrainConfig",
+    "UnitEnd",
+    "UnitRecord",
+    "Verdict",
+    "parse_event",
+]

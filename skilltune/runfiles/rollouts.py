@@ -1,0 +1,94 @@
+"""record.json (one rollout) and comparison.json (arms on a held-out split)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from skilltune.runfiles.base import RunFile
+from skilltune.score.base import Score
+
+Phase = Literal["train", "screen", "gate", "test", "eval"]
+RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed"]
+
+
+class RolloutFiles(BaseModel):
+    conversation: str = "conversation.json"
+    events: str = "events.jsonl"
+    diff: str = "diff.patch"
+    output: str = "output.txt"
+    score: str | None = "score.json"
+
+
+class RolloutRecord(RunFile):
+    """The outcome of one rollout (record.json).
+
+    Invariants: ``score`` is set iff ``status`` is ok, task_failed or timeout;
+    ``infra_error`` and ``crashed`` are never task failures and are never scored;
+    ``candidate`` is the full candidate hash or ``"noskill"``.
+    """
+
+    task_id: str
+    split: str
+    phase: Phase
+    replicate: int
+    seed: int
+    candidate: str
+    agent: str
+    model: str | None = None
+    options_hash: str
+    task_hash: str
+    status: RolloutStatus
+    reason: str | None = None
+    score: Score | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    turns: int | None = None
+    wall_s: float
+    attempts: int = 1
+    started_at: str
+    files: RolloutFiles = Field(default_factory=RolloutFiles)
+    cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None
+
+
+class ArmResult(BaseModel):
+    skill_hash: str
+    hard_acc: float | None
+    soft_acc: float | None
+    mixed: float | None
+    n_tasks: int
+    n_rollouts: int
+    n_scored: int
+    statuses: dict[str, int]
+    per_task: dict[str, list[float | None]]
+
+
+class PairResult(BaseModel):
+    a: str
+    b: str
+    diff: float
+    ci95: list[float] | None
+    p_value: float | None
+    n_tasks: int
+    verdict: str
+
+
+class Comparison(RunFile):
+    """comparison.json of ``skilltune compare`` and of a training run's held-out test."""
+
+    suite: str
+    split: str
+    agent: str
+    reps: int
+    metric: str
+    contract: str | None
+    contaminated: bool
+    arms: dict[str, ArmResult]
+    pairs: list[PairResult]

@@ -1,0 +1,128 @@
+"""A unit's files: reflections.json, slow_update.json, gate.json, and its record step.json / epoch.json."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from skilltune.propose.model import Edit, ProposerCall
+from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
+
+
+class ReflectionsFile(RunFile):
+    """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode)."""
+
+    edits: list[Edit] = Field(default_factory=list)
+    files: dict[str, str] | None = None
+    calls: list[ProposerCall] = Field(default_factory=list)
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+
+class SlowUpdateFile(RunFile):
+    """slow_update.json: the epoch's longitudinal guidance for the skill's slow-update block."""
+
+    guidance: str
+    calls: list[ProposerCall] = Field(default_factory=list)
+
+
+Decision = Literal["accept", "reject", "contaminated"]
+
+
+class Round(BaseModel):
+    index: int
+    replicates: int
+    candidate: float | None
+    incumbent: float | None
+    n_pairs: int
+    rollouts: int
+    statistic: dict[str, Any] = Field(default_factory=dict)
+
+
+class Verdict(RunFile):
+    """gate.json: a gate's decision with its rounds. ``alpha`` is the decision's level under the
+    run's error-control policy (set for the sequential gate)."""
+
+    decision: Decision
+    reason: str
+    metric: str
+    val_candidate: float | None
+    val_incumbent: float | None
+    rounds: list[Round]
+    rollouts: int
+    alpha: float | None = None
+
+    @property
+    def accept(self) -> bool:
+        return self.decision == "accept"
+
+
+def _no_crash_verdict(raw: dict[str, Any]) -> dict[str, Any]:
+    # Schema 1 declared a "crash" verdict that no code wrote; a file holding it was made by hand.
+    if raw.get("verdict") == "crash":
+        raise OldRunFileError(
+            "a unit record with verdict 'crash' (never written by skilltune): delete that unit's folder "
+            "to run the unit again"
+        )
+    return raw
+
+
+class UnitRecord(RunFile):
+    """step.json / epoch.json: a finished unit of a training run (results.tsv is rebuilt from these).
+
+    ``verdict`` is keep or discard; ``decision`` is what decided it (the gate's decision, or
+    lint / screen / skip / empty); ``edits`` are compact ``op@anchor: text`` forms.
+    """
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {1: _no_crash_verdict}
+
+    kind: Literal["step", "epoch"]
+    index: int
+    step: int
+    epoch: int
+    candidate: str
+    parent: str
+    verdict: Literal["keep", "discard"]
+    decision: str
+    reason: str
+    metric: str
+    val_candidate: float | None = None
+    val_incumbent: float | None = None
+    alpha: float | None = None  # set when a gate decided the unit
+    rollouts: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    edits: list[str] = Field(default_factory=list)
+    edit_texts: list[str] = Field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        """The unit's results.tsv row."""
+        description = "; ".join(self.edits[:3]) if self.edits else self.reason
+        if self.verdict != "keep" and self.edits:
+            description = f"{description} ({self.reason})"
+        return {
+            "step": self.step,
+            "epoch": self.epoch,
+            "phase": self.kind,
+            "candidate": self.candidate[:12],
+            "parent": self.parent[:12],
+            "verdict": self.verdict,
+            "metric": self.metric,
+            "val_candidate": self.val_candidate,
+            "val_incumbent": self.val_incumbent,
+            "rollouts": self.rollouts,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "edits": len(self.edits),
+            "description": description,
+        }
+
+
+# Files of a unit's folder (steps/<unit>/), by name.
+UNIT_FILES: dict[str, type[RunFile]] = {
+    "step.json": UnitRecord,
+    "epoch.json": UnitRecord,
+    "gate.json": Verdict,
+    "reflections.json": ReflectionsFile,
+    "slow_update.json": SlowUpdateFile,
+}

@@ -1,0 +1,99 @@
+"""Rollouts of a training run: run jobs into a unit's folder, reuse what is on disk, stop when asked.
+
+Replicate indices come from the unit's position in the run (``replicate_base``), so every
+unit draws fresh replicates: the shared cache never hands a decision the rollouts that
+selected its incumbent, and a resumed unit asks for exactly the jobs it asked for before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from skilltune.agents import AgentBackend, AgentOptions
+from skilltune.cache import RolloutCache
+from skilltune.execute import Executor
+from skilltune.progress import Reporter, RunProgress
+from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, jobs_for, rollout_dir
+from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
+from skilltune.skill import Candidate
+from skilltune.suite import Suite, Task
+from skilltune.train.session import Session
+
+REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
+Records = list[tuple[RolloutRecord, Path]]
+
+
+def replicate_base(seq: int, offset: int = 0) -> int:
+    """The first replicate index of the unit in run position ``seq`` (plus a gate round's offset)."""
+    return seq * REPLICATE_STRIDE + offset
+
+
+class RunRollouts:
+    """Runs a training run's rollouts through one executor (shared by every unit of the run)."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        suite: Suite,
+        backend: AgentBackend,
+        options: AgentOptions,
+        executor: Executor,
+        retry: RetryPolicy,
+        session: Session,
+        progress: RunProgress,
+        reporter: Reporter,
+    ) -> None:
+        self.config = config
+        self.suite = suite
+        self.backend = backend
+        self.options = options
+        self.executor = executor
+        self.retry = retry
+        self.session = session
+        self.progress = progress
+        self.reporter = reporter
+        self.cache = RolloutCache(Path(config.cache)) if config.cache else None
+        self.tokens_in = 0  # the agents' tokens over this session's rollouts
+        self.tokens_out = 0
+
+    def jobs(
+        self, tasks: list[Task], candidate: Candidate | None, phase: Phase, base: int, reps: int
+    ) -> list[RolloutJob]:
+        return jobs_for(tasks, candidate, phase, reps, self.config.seed, base)
+
+    def run(self, out: Path, jobs: list[RolloutJob]) -> Records:
+        """Run ``jobs`` into ``out``, reusing finished records (never an infra error or a crash).
+
+        Returns (record, folder) pairs in canonical (candidate, task, replicate) order. A stop
+        request lets the running rollouts finish, then raises StopRequested.
+        """
+        runner = RolloutRunner(
+            suite=self.suite, backend=self.backend, options=self.options, out=out, retry=self.retry,
+            cache=self.cache, fresh=self.config.fresh,
+        )  # fmt: skip
+        by_key = {(j.cand12, j.task.id, j.replicate): j for j in jobs}
+        records: Records = []
+        todo = []
+        for job in jobs:
+            record = runner.reusable(job)
+            if record is not None:
+                records.append((record, rollout_dir(out, job)))
+            else:
+                todo.append(job)
+        self.session.check_stop()
+        with contextlib.closing(self.executor.map(todo, runner)) as batch:
+            for record in batch:
+                job = by_key[(record.candidate[:12], record.task_id, record.replicate)]
+                records.append((record, rollout_dir(out, job)))
+                self.progress.rollouts_done += 1
+                self.progress.session_rollouts += 1
+                self.reporter.update(self.progress)
+                if self.session.stop_requested():
+                    break  # the executor finishes the rollouts already running, then stops
+        self.session.check_stop()
+        for record, _ in records:  # what the agents used (a record copied from a shared cache: nothing)
+            if not record.cached_from:
+                self.tokens_in += record.tokens_in or 0
+                self.tokens_out += record.tokens_out or 0
+        return sorted(records, key=lambda rf: (rf[0].candidate, rf[0].task_id, rf[0].replicate))

@@ -1,0 +1,143 @@
+"""One step: roll out the incumbent on a train minibatch, reflect, merge and apply edits, then
+settle the candidate (lint, [screen], gate, close).
+
+Each stage writes its output into the step's folder (reflections.json, merged_patch.json,
+candidate/), so a resumed step skips what is done; every random choice is derived from
+(run seed, step, purpose).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skilltune.propose import PatchError, apply_patch, merge_edits
+from skilltune.propose.model import Edit
+from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
+from skilltune.rollout import accuracy
+from skilltune.rundir import RunDir
+from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord
+from skilltune.skill import Candidate
+from skilltune.store import write_json, write_text
+from skilltune.suite import Task
+from skilltune.train.context import RunContext
+from skilltune.train.gating import Draft, close, settle
+from skilltune.train.rollouts import Records, replicate_base
+from skilltune.train.session import BlockedError
+from skilltune.train.units import Unit, incumbent
+
+
+def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
+    c = ctx.config
+    n = unit.index
+    folder = unit.folder(ctx.run)
+    folder.mkdir(parents=True, exist_ok=True)
+    epoch = (n - 1) // c.epoch_steps + 1
+    ctx.progress.step, ctx.progress.epoch, ctx.progress.phase = n, epoch, "train"
+    parent = incumbent(ctx.run, done, ctx.seed)
+    train = ctx.suite.tasks("train")
+    tasks = [train[i] for i in sorted(ctx.rng(n, "batch").sample(range(len(train)), ctx.plan.batch))]
+
+    with ctx.stage(unit.name, "rollout") as info:
+        evidence = _train_evidence(ctx, unit, tasks, parent)
+        info["rollouts"] = len(evidence)
+    ctx.progress.phase = "reflect"
+    with ctx.stage(unit.name, "reflect") as info:
+        proposal = _reflect(ctx, unit, parent, evidence, done)
+        info["calls"] = len(proposal.calls)
+        info["tokens_in"] = sum(call.tokens_in or 0 for call in proposal.calls)
+        info["tokens_out"] = sum(call.tokens_out or 0 for call in proposal.calls)
+    with ctx.stage(unit.name, "edit"):
+        shown = {f"{r.task_id}#r{r.replicate}" for r, _ in evidence}
+        candidate, edits, problem = _make_candidate(ctx, unit, parent, proposal, shown)
+    draft = Draft(
+        unit, step=n, epoch=epoch, parent=parent.hash, metric=c.metric,
+        edits=[e.compact() for e in edits], edit_texts=[e.text for e in edits],
+    )  # fmt: skip
+    if candidate is None:
+        return close(ctx, draft.record(parent.hash, "discard", "empty", problem or ""), None)
+
+    def screen() -> str | None:
+        """Discard a candidate that does worse than the incumbent on the very train batch."""
+        ctx.progress.phase = "screen"
+        with ctx.stage(unit.name, "screen") as info:
+            jobs = ctx.rollouts.jobs(tasks, candidate, "screen", replicate_base(unit.seq), c.reps)
+            screened = ctx.rollouts.run(folder, jobs)
+            info["rollouts"] = len(screened)
+        before = accuracy([r for r, _ in evidence], c.metric)
+        after = accuracy([r for r, _ in screened], c.metric)
+        if before is not None and after is not None and after < before:
+            return f"screen: train {after:.3f} < {before:.3f}"
+        return None
+
+    return settle(ctx, draft, candidate, parent, done, screen=screen if c.screen else None)
+
+
+def _train_evidence(ctx: RunContext, unit: Unit, tasks: list[Task], parent: Candidate) -> Records:
+    if ctx.config.evidence_from:
+        # Another arm's recorded train rollouts (same suite: checked when the run started);
+        # only train tasks of this suite are evidence, whatever the folder holds.
+        source = RunDir(Path(ctx.config.evidence_from)).unit_dir("step", unit.index)
+        train_ids = {t.id for t in ctx.suite.tasks("train")}
+        found = []
+        for path in sorted(source.glob("rollouts/train/*/*/record.json")):
+            record = RolloutRecord.read(path)
+            if record.phase == "train" and record.task_id in train_ids:
+                found.append((record, path.parent))
+        if not found:
+            raise BlockedError(f"--evidence-from: {source} holds no train rollouts for step {unit.index}")
+        return found
+    jobs = ctx.rollouts.jobs(tasks, parent, "train", replicate_base(unit.seq), ctx.config.reps)
+    records = ctx.rollouts.run(unit.folder(ctx.run), jobs)
+    if not any(r.score for r, _ in records):
+        raise BlockedError(
+            f"step {unit.index}: no train rollout could be scored (infra errors after retries)"
+        )
+    return records
+
+
+def _reflect(
+    ctx: RunContext, unit: Unit, parent: Candidate, evidence: Records, done: list[UnitRecord]
+) -> ReflectionsFile:
+    path = unit.folder(ctx.run) / "reflections.json"
+    if path.is_file():
+        return ReflectionsFile.read(path)
+    packet = build_packet(
+        step=unit.index,
+        mode=ctx.config.mode,
+        incumbent=parent,
+        records=evidence,
+        suite=ctx.suite,
+        rejected=rejected_buffer(done),
+        memory=render_memory(done),
+        max_edits=ctx.edit_budget.at(unit.index) * 2,
+        seed=ctx.rng(unit.index, "propose").randrange(2**31),
+    )
+    proposal = ReflectionsFile.model_validate(ctx.proposer.propose(packet).model_dump())
+    proposal.write(path)
+    return proposal
+
+
+def _make_candidate(
+    ctx: RunContext, unit: Unit, parent: Candidate, proposal: ReflectionsFile, shown: set[str]
+) -> tuple[Candidate | None, list[Edit], str | None]:
+    """(candidate, edits, None), or (None, edits, why there is no candidate): merge and apply
+    the edits (patch mode) or take the new document (rewrite mode)."""
+    folder = unit.folder(ctx.run)
+    if ctx.config.mode == "rewrite":
+        if not proposal.files:
+            return None, [], "the rewrite proposer returned no document"
+        candidate = Candidate(proposal.files, parent.main, parent.kind, parent.fallback_name)
+        edits = [Edit(op="replace", anchor="(whole document)", text=f"rewrite {candidate.short}")]
+    else:
+        merged = merge_edits(proposal.edits, parent, ctx.edit_budget.at(unit.index), known=shown)
+        write_json(folder / "merged_patch.json", merged)
+        edits = [m.edit for m in merged.kept]
+        if not edits:
+            return None, [], "no applicable edits were proposed"
+        try:
+            candidate, edits = apply_patch(parent, edits)
+        except PatchError as exc:
+            return None, edits, f"patch did not apply: {exc}"
+    candidate.save(folder / "candidate")
+    write_text(folder / "candidate_skill.md", candidate.text)
+    return candidate, edits, None

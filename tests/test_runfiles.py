@@ -1,0 +1,177 @@
+"""Run files: versioned on disk, migrated from older skilltune runs, refused from newer ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skilltune.errors import UsageError
+from skilltune.progress import PlainReporter
+from skilltune.rundir import RunDir
+from skilltune.runfiles import (
+    SCHEMA_VERSION,
+    UNIT_FILES,
+    NewerRunFileError,
+    OldRunFileError,
+    RolloutRecord,
+    SessionStart,
+    UnitRecord,
+    Verdict,
+    parse_event,
+)
+from skilltune.train import resume, train
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO
+
+FIXTURE = REPO / "tests" / "fixtures" / "run-schema1"
+GOLDEN_DEMO = REPO / "tests" / "golden" / "demo_stdout.txt"
+
+
+def _quiet() -> dict[str, Any]:
+    return {"reporter": PlainReporter(quiet=True)}
+
+
+def _schema1_run(tmp_path: Path) -> RunDir:
+    """The run made by skilltune before run files were versioned, its paths pointed at this checkout."""
+    with tarfile.open(FIXTURE / "run.tar.gz") as archive:
+        archive.extractall(tmp_path / "runs", filter="data")
+    run = RunDir(tmp_path / "runs" / "old")
+    config = json.loads(run.config.read_text())
+    assert config["schema_version"] == 1
+    config |= {"suite": str(MOCK_SUITE), "skill": str(MOCK_SKILL), "runs_dir": str(tmp_path / "runs")}
+    run.config.write_text(json.dumps(config, indent=2))
+    return run
+
+
+def test_a_schema_1_run_resumes_to_the_ending_the_old_skilltune_gave(tmp_path: Path) -> None:
+    run = _schema1_run(tmp_path)
+    assert "schema_version" not in json.loads(run.seed_json.read_text())  # schema 1 had none here
+    result = resume(run.root, budget_rollouts=5000, **_quiet())
+    expected = FIXTURE / "expected"
+    assert run.results.read_text() == (expected / "results.tsv").read_text()
+    assert run.terminal_path.read_text() == (expected / "TERMINAL").read_text()
+    ours, theirs = (
+        json.loads(run.comparison.read_text()),
+        json.loads((expected / "comparison.json").read_text()),
+    )
+    for key in ("schema_version", "suite"):  # the version written now, and where the suite lies
+        ours.pop(key), theirs.pop(key)
+    assert ours == theirs
+    assert result.state == "success"
+    # the files the old run wrote are read through migration, the new ones carry this version
+    assert UnitRecord.read(run.unit_dir("step", 1) / "step.json").schema_version == SCHEMA_VERSION
+    assert json.loads((run.unit_dir("step", 4) / "step.json").read_text())["schema_version"] == SCHEMA_VERSION
+    assert any(isinstance(e, SessionStart) for e in run.read_journal())  # old lines migrate too
+
+
+@pytest.mark.parametrize(
+    ("relative", "kind"),
+    [
+        ("steps/step_0001/step.json", "unit"),
+        ("steps/step_0001/gate.json", "gate"),
+        ("seed.json", "seed"),
+        ("config.json", "config"),
+    ],
+)
+def test_a_run_file_from_a_newer_skilltune_is_refused_and_nothing_is_written(
+    tmp_path: Path, relative: str, kind: str
+) -> None:
+    run = _schema1_run(tmp_path)
+    path = run.root / relative
+    raw = json.loads(path.read_text())
+    raw["schema_version"] = SCHEMA_VERSION + 1
+    path.write_text(json.dumps(raw))
+    before = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    with pytest.raises(
+        NewerRunFileError, match=rf"{path.name} was written by a newer skilltune.*upgrade skilltune"
+    ):
+        resume(run.root, budget_rollouts=5000, **_quiet())
+    after = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before, kind
+
+
+def test_the_cli_says_what_to_do_about_a_newer_run_and_exits_2(tmp_path: Path) -> None:
+    run = _schema1_run(tmp_path)
+    raw = json.loads(run.seed_json.read_text()) | {"schema_version": SCHEMA_VERSION + 5}
+    run.seed_json.write_text(json.dumps(raw))
+    proc = subprocess.run(
+        [sys.executable, "-m", "skilltune.cli", "resume", str(run.root), "--budget-rollouts", "5000", "-q"],
+        capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "seed.json was written by a newer skilltune" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_migrations_of_schema_1() -> None:
+    # record.json of schema 1 (it carried a version) reads as the current model
+    record = RolloutRecord.parse(
+        {"schema_version": 1, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+         "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
+         "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"},
+        "record.json",
+    )  # fmt: skip
+    assert record.schema_version == SCHEMA_VERSION
+    # gate.json of schema 1 carried no version
+    verdict = Verdict.parse(
+        {"decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5, "val_incumbent": 0.4,
+         "rounds": [], "rollouts": 4},
+        "gate.json",
+    )  # fmt: skip
+    assert verdict.accept
+    # schema 1 declared a "crash" verdict no code wrote: such a record cannot be read as a unit
+    unit = {"schema_version": 1, "kind": "step", "index": 1, "step": 1, "epoch": 1, "candidate": "c",
+            "parent": "p", "verdict": "crash", "decision": "x", "reason": "r", "metric": "mixed"}  # fmt: skip
+    with pytest.raises(OldRunFileError, match="verdict 'crash'"):
+        UnitRecord.parse(unit, "step.json")
+    assert UnitRecord.parse(unit | {"verdict": "discard"}, "step.json").verdict == "discard"
+    # journal lines of schema 1 had no version; a newer one is refused
+    assert isinstance(
+        parse_event({"ts": "2026-01-01T00:00:00+00:00", "event": "session_start", "pid": 1}, "j"),
+        SessionStart,
+    )
+    with pytest.raises(NewerRunFileError):
+        parse_event(
+            {"schema_version": SCHEMA_VERSION + 1, "ts": "x", "event": "session_start", "pid": 1}, "j"
+        )
+
+
+def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
+    run = _schema1_run(tmp_path)
+    path = run.unit_dir("step", 2) / "step.json"
+    path.write_text('{"kind": "step"')
+    with pytest.raises(UsageError, match=r"step_0002/step.json: not valid JSON"):
+        resume(run.root, budget_rollouts=5000, **_quiet())
+
+
+def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path: Path) -> None:
+    """The golden output was captured from `make demo` (same seed) before the restructure."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
+         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],
+        capture_output=True, text=True, check=False, cwd=tmp_path, env={**os.environ, "COLUMNS": "100"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == GOLDEN_DEMO.read_text()
+
+
+def test_a_new_run_writes_every_file_at_the_current_version(tmp_path: Path) -> None:
+    train(MOCK_SUITE, MOCK_SKILL, tag="v", runs_dir=str(tmp_path), max_steps=1, **_quiet())
+    run = RunDir(tmp_path / "v")
+    files = [
+        run.config,
+        run.seed_json,
+        run.comparison,
+        *[p for p in run.steps.rglob("*.json") if p.name in UNIT_FILES or p.name == "record.json"],
+        *run.final.rglob("record.json"),
+    ]
+    assert {p.name for p in files} >= {"step.json", "gate.json", "reflections.json", "record.json"}
+    versions = {json.loads(p.read_text())["schema_version"] for p in files}
+    assert versions == {SCHEMA_VERSION}
+    lines = [json.loads(line) for line in run.journal_path.read_text().splitlines()]
+    assert {line["schema_version"] for line in lines} == {SCHEMA_VERSION}
