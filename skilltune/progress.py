@@ -24,7 +24,6 @@ class RunProgress:
     rollouts_done: int = 0
     rollouts_planned: int = 0
     seed_val: float | None = None
-    current_val: float | None = None
     best_val: float | None = None
     last_verdict: str = ""
     started: float = field(default_factory=time.monotonic)
@@ -93,7 +92,6 @@ class LiveReporter:
             "phase",
             "rollouts",
             "seed val",
-            "current val",
             "best val",
             "last verdict",
             "ETA",
@@ -105,7 +103,6 @@ class LiveReporter:
             p.phase,
             f"{p.rollouts_done}/{p.rollouts_planned}",
             fmt(p.seed_val),
-            fmt(p.current_val),
             fmt(p.best_val),
             p.last_verdict,
             _eta(p.eta_seconds()),

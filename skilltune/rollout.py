@@ -88,7 +88,6 @@ class RolloutRunner:
     options: AgentOptions
     out: Path
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    keep_workspaces: bool = False
     # Called with the finished baseline, before the agent starts (smoke's leak audit).
     on_baseline: Callable[[RolloutJob, Path], None] | None = None
     cache: RolloutCache | None = None
@@ -225,8 +224,7 @@ class RolloutRunner:
         try:
             return self._finish(job, folder, workspace, result, prompt, crash, attempts, started, t0)
         finally:
-            if not self.keep_workspaces:
-                workspace.cleanup()
+            workspace.cleanup()
 
     def _attempt(self, job: RolloutJob, workspace: Workspace, attempt: int) -> tuple[AgentResult, str]:
         self.suite.prepare(job.task, workspace.path)

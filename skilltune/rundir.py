@@ -50,9 +50,9 @@ class RunLock:
     also guards creating, replacing and renaming the directory itself.
     """
 
-    def __init__(self, path: Path, guards: Path | None = None) -> None:
+    def __init__(self, path: Path, guards: Path) -> None:
         self.path = path
-        self.guards = guards or path.parent  # what the lock protects, for messages
+        self.guards = guards  # what the lock protects, for messages
         self._fd: int | None = None
 
     def acquire(self) -> None:

@@ -19,7 +19,6 @@ from skilltune.train import TrainConfig, TrainResult
 from skilltune.train import resume as skilltune_resume
 from skilltune.train import train as skilltune_train
 
-RunOpt = Annotated[int | None, typer.Option(min=1)]
 # Options of both train and resume (a resumed run may raise its budgets and change its workers).
 BudgetRolloutsOpt = Annotated[int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")]
 BudgetTokensOpt = Annotated[

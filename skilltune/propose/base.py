@@ -12,8 +12,8 @@ from skilltune.plugins import Registry
 from skilltune.propose.model import EvidencePacket, Proposal, ProposerCall
 from skilltune.suite import Suite
 
-# Configurable roles. "merger" is reserved: merging (dedupe, support, rank) is done in code.
-ROLES = ("analyst", "merger", "author", "red-team")
+# Configurable roles (merging - dedupe, support, rank - is done in code, by no model).
+ROLES = ("analyst", "author", "red-team")
 _CALL_ROLES = {"failure analyst": "analyst", "red-team reviewer": "red-team", "slow-update": "analyst"}
 
 
@@ -77,7 +77,6 @@ class Proposer(ABC):
         return {
             "proposer": self.name,
             "roles": {call: self.options.model_for(role_of(call)) or "default" for call in calls},
-            "separate_calls": True,
         }
 
 

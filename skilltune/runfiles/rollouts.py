@@ -53,10 +53,6 @@ class RolloutRecord(RunFile):
     files: RolloutFiles = Field(default_factory=RolloutFiles)
     cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
 
-    @property
-    def scored(self) -> bool:
-        return self.score is not None
-
 
 class ArmResult(BaseModel):
     skill_hash: str

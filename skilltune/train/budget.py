@@ -31,7 +31,6 @@ class Spent:
 class Plan:
     """Rollouts per unit, from the suite's split sizes and the run's settings."""
 
-    train: int
     val: int
     test: int
     batch: int
@@ -54,7 +53,6 @@ class Plan:
     ) -> Plan:
         train = len(suite.tasks("train"))
         return cls(
-            train=train,
             val=len(suite.tasks("val")),
             test=len(suite.tasks("test")) if suite.has_split("test") else 0,
             batch=min(batch, train),

@@ -90,7 +90,7 @@ def _refresh(ctx: RunContext, done: list[UnitRecord]) -> None:
     """Rebuild results.tsv, META.md and the live view from the unit records."""
     ctx.run.write_results(done)
     write_text(ctx.run.meta, render_memory(done))
-    ctx.progress.current_val = ctx.progress.best_val = best_val(done, ctx.progress.seed_val)
+    ctx.progress.best_val = best_val(done, ctx.progress.seed_val)
     if done:
         ctx.progress.last_verdict = f"{done[-1].kind} {done[-1].index}: {done[-1].verdict}"
     ctx.reporter.update(ctx.progress)
