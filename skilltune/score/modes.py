@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skilltune.agents.process import kill_group
 from skilltune.errors import ScoringError
 from skilltune.score.base import Score, Scorer, score_from_mapping
 
@@ -147,19 +146,14 @@ def _run_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> 
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.wait()
             raise ScoringError(f"scoring command timed out after {timeout:g} s: {command}") from exc
         finally:
-            _kill_group(proc.pid)  # reap anything the command left running in the background
+            kill_group(proc.pid)  # reap anything the command left running in the background
         log.seek(0)
         lines = log.read().decode("utf-8", "replace").strip().splitlines()
     return proc.returncode, (lines[-1][:160] if lines else "")
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 class RubricScorer(Scorer):
