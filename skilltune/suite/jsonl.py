@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from skilltune.score.registry import scorer_class, scoring_modes
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task, safe_id
@@ -59,8 +60,6 @@ class JsonlSuite(Suite):
 
 def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | None:
     """The first fenced json block of scoring.md as a SuiteConfig (defaults when none)."""
-    from skilltune.score.registry import scoring_modes
-
     text = _read_text(scoring_md, problems)
     if text is None:
         return None
@@ -200,8 +199,6 @@ def _read_task(
     seen: dict[str, str],
     problems: list[Problem],
 ) -> Task | None:
-    from skilltune.score.registry import scorer_class, scoring_modes
-
     def report(message: str) -> None:
         problems.append(Problem(file=str(path), line=number, message=message))
 
