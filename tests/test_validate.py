@@ -453,6 +453,49 @@ DEFECTS = [
         "prompt-blank", replace_val_task(prompt=" \n "), "val.jsonl", 2, "'prompt' must be a non-empty string"
     ),
     Defect("id-same-file-name", _same_file_name, "val.jsonl", 2, "both become 'v_1' in file names"),
+    # Each mode's Fields model: what it refuses is reported on the task's line.
+    Defect(
+        "exact-unknown-field",
+        scoring_on_line2({"mode": "exact", "expected": "ok", "ignorecase": True}),
+        "val.jsonl",
+        2,
+        "exact mode has no field 'ignorecase' (its fields: expected, ignore_case)",
+    ),
+    Defect(
+        "exact-ignore-case-not-bool",
+        scoring_on_line2({"mode": "exact", "expected": "ok", "ignore_case": "false"}),
+        "val.jsonl",
+        2,
+        "'ignore_case' must be true or false",
+    ),
+    Defect(
+        "checklist-blank-item",
+        scoring_on_line2({"required": ["beta", ""]}),
+        "val.jsonl",
+        2,
+        "'required' must be a list of non-empty strings",
+    ),
+    Defect(
+        "checklist-unknown-field",
+        scoring_on_line2({"required": ["beta"], "ignore_case": True}),
+        "val.jsonl",
+        2,
+        "checklist mode has no field 'ignore_case'",
+    ),
+    Defect(
+        "command-blank",
+        scoring_on_line2({"mode": "command", "command": "  "}),
+        "val.jsonl",
+        2,
+        "'command' must be a non-empty string",
+    ),
+    Defect(
+        "command-timeout-not-number",
+        scoring_on_line2({"mode": "command", "command": "true", "timeout": "5"}),
+        "val.jsonl",
+        2,
+        "'timeout' must be a positive number of seconds",
+    ),
 ]
 
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from skilltune.score.registry import scorer_class, scoring_modes
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
-from skilltune.suite.checks import check_task
+from skilltune.suite.checks import check_task, field_messages
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
 
 CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
@@ -222,7 +222,7 @@ def _read_task(
 
 
 def scoring_problems(scoring: Mapping[str, Any], default_mode: str | None, root: Path) -> list[str]:
-    """What is wrong with a task's ``scoring`` object: its mode, then that mode's fields.
+    """What is wrong with a task's ``scoring`` object: its mode, then that mode's ``Fields``.
 
     ``default_mode`` is the suite's (None when the config's is unusable: a task
     naming no mode is then not checked against one the author did not choose).
@@ -233,6 +233,11 @@ def scoring_problems(scoring: Mapping[str, Any], default_mode: str | None, root:
     cls = scorer_class(mode) if isinstance(mode, str) else None
     if cls is None:
         return [f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})"]
+    try:
+        cls.parse_fields(scoring)
+    except ValidationError as exc:
+        fields = {k: v for k, v in scoring.items() if k != "mode"}
+        return field_messages(exc, cls.Fields, fields, owner=f"{mode} mode")
     return cls.check_fields(scoring, root)
 
 
