@@ -291,6 +291,12 @@ def _blank_val(suite: Path) -> None:
     (suite / "val.jsonl").write_text("\n   \n\n", encoding="utf-8")
 
 
+def _same_file_name(suite: Path) -> None:
+    """Line 2's id differs from line 1's but not once made a file name ('v 1' -> 'v_1')."""
+    first = dict(_val_tasks()[0], id="v_1")
+    write_jsonl(suite / "val.jsonl", [first, dict(_val_tasks()[1], id="v 1")])
+
+
 DEFECTS = [
     Defect("invalid-json", val_line('{"id": "v2", "prompt": "x",'), "val.jsonl", 2, "invalid JSON"),
     Defect("not-an-object", val_line("[1, 2]"), "val.jsonl", 2, "must be a JSON object, got list"),
@@ -442,6 +448,53 @@ DEFECTS = [
         "val.jsonl",
         2,
         "'files' must be a list",
+    ),
+    Defect(
+        "prompt-blank", replace_val_task(prompt=" \n "), "val.jsonl", 2, "'prompt' must be a non-empty string"
+    ),
+    Defect("id-same-file-name", _same_file_name, "val.jsonl", 2, "both become 'v_1' in file names"),
+    # Each mode's Fields model: what it refuses is reported on the task's line.
+    Defect(
+        "exact-unknown-field",
+        scoring_on_line2({"mode": "exact", "expected": "ok", "ignorecase": True}),
+        "val.jsonl",
+        2,
+        "exact mode has no field 'ignorecase' (its fields: expected, ignore_case)",
+    ),
+    Defect(
+        "exact-ignore-case-not-bool",
+        scoring_on_line2({"mode": "exact", "expected": "ok", "ignore_case": "false"}),
+        "val.jsonl",
+        2,
+        "'ignore_case' must be true or false",
+    ),
+    Defect(
+        "checklist-blank-item",
+        scoring_on_line2({"required": ["beta", ""]}),
+        "val.jsonl",
+        2,
+        "'required' must be a list of non-empty strings",
+    ),
+    Defect(
+        "checklist-unknown-field",
+        scoring_on_line2({"required": ["beta"], "ignore_case": True}),
+        "val.jsonl",
+        2,
+        "checklist mode has no field 'ignore_case'",
+    ),
+    Defect(
+        "command-blank",
+        scoring_on_line2({"mode": "command", "command": "  "}),
+        "val.jsonl",
+        2,
+        "'command' must be a non-empty string",
+    ),
+    Defect(
+        "command-timeout-not-number",
+        scoring_on_line2({"mode": "command", "command": "true", "timeout": "5"}),
+        "val.jsonl",
+        2,
+        "'timeout' must be a positive number of seconds",
     ),
 ]
 
@@ -693,6 +746,17 @@ def test_python_env_defect_is_reported(
     assert_reported(stderr, module, line, fragment)
     with pytest.raises(UsageError, match="skilltune validate"):
         load_suite(target)
+
+
+def test_python_env_task_reports_every_bad_field_with_its_index(tmp_path: Path) -> None:
+    source = ENV_SOURCE.replace(
+        '{"id": "e-val-2", "prompt": "Write no into out.txt."}', '{"id": 7, "prompt": " "}'
+    )
+    module = write_env(tmp_path, source)
+    problems = validate_suite(module)
+    assert_problem(problems, module, None, "tasks('val')[1]: 'id' must be a non-empty string")
+    assert_problem(problems, module, None, "tasks('val')[1]: 'prompt' must be a non-empty string")
+    assert len(problems) == 2, [str(p) for p in problems]
 
 
 def test_python_env_tasks_returning_non_list(tmp_path: Path) -> None:

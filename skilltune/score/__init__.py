@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from skilltune.score.base import (
     SCORE_SCHEMA_VERSION,
+    OpenFields,
     Score,
     Scorer,
+    ScoringFields,
     make_score,
     require_same_contract,
     score_from_mapping,
@@ -14,8 +16,10 @@ from skilltune.score.registry import register_scorer, scorer_class, scoring_mode
 
 __all__ = [
     "SCORE_SCHEMA_VERSION",
+    "OpenFields",
     "Score",
     "Scorer",
+    "ScoringFields",
     "make_score",
     "register_scorer",
     "require_same_contract",

@@ -8,10 +8,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltune.errors import ContractMismatchError, ScoringError
 
+# score imports nothing of skilltune.suite at run time (these names are annotations only): the suite
+# asks the scorer registry, so the dependency runs one way, suite -> score.
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
     from skilltune.suite import Suite, Task
@@ -99,25 +101,63 @@ def require_same_contract(contracts: Iterable[str]) -> str:
     return seen[0]
 
 
+class ScoringFields(BaseModel):
+    """The base of a scoring mode's ``Fields``: a task's ``scoring`` object without its ``mode``.
+
+    Unknown keys are refused: a mode reads only its own fields, so a misspelt one
+    (``ignorecase``) or another mode's would otherwise be ignored without a word.
+    Each field's ``description`` says what it must hold (``validate`` quotes it);
+    a validator that raises ``ValueError`` gives the whole message instead.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OpenFields(ScoringFields):
+    """Any fields, kept as given (in ``model_extra``): the ``Fields`` of a scorer that declares none."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class Scorer(ABC):
     """A scoring mode: ``(task, workspace, agent_result) -> Score``.
 
     Subclasses set ``mode`` and implement ``score``; they register through the
-    ``skilltune.scorers`` entry-point group (the built-ins too). ``check_fields``
-    is static validation of a task's ``scoring`` object, used by ``validate``.
-    A scorer that cannot score raises ``ScoringError``; it never returns 0 for
-    its own failure.
+    ``skilltune.scorers`` entry-point group (the built-ins too). ``Fields`` is the
+    pydantic model of the mode's fields (the task's ``scoring`` object without
+    ``mode``), as a backend's ``Options``: ``validate`` reports what it refuses
+    (file:line), and ``score`` reads them typed through ``fields(task)``. A scorer
+    that declares none gets ``OpenFields``: anything passes, ``task.scoring`` as is.
+    ``check_fields`` checks what a model cannot see (files in the suite folder);
+    it runs once ``Fields`` accepted the object. A scorer that cannot score raises
+    ``ScoringError``; it never returns 0 for its own failure.
     """
 
     mode: ClassVar[str]
+    Fields: ClassVar[type[BaseModel]] = OpenFields
 
     def __init__(self, suite: Suite) -> None:
         self.suite = suite
 
     @classmethod
+    def parse_fields(cls, scoring: Mapping[str, Any]) -> BaseModel:
+        """``scoring`` without its ``mode``, validated by ``Fields``; raises pydantic's ValidationError."""
+        return cls.Fields.model_validate({k: v for k, v in scoring.items() if k != "mode"})
+
+    @classmethod
     def check_fields(cls, scoring: Mapping[str, Any], suite_root: Path) -> list[str]:
-        """Problems with a task's ``scoring`` fields for this mode (empty when valid)."""
+        """Problems with a task's ``scoring`` fields that ``Fields`` cannot see (empty when valid)."""
         return []
+
+    def fields(self, task: Task) -> BaseModel:
+        """The task's scoring fields as ``Fields``; ScoringError for fields a validated suite cannot hold."""
+        try:
+            return self.parse_fields(task.scoring)
+        except ValidationError as exc:
+            where = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'scoring'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ScoringError(f"task {task.id}: invalid {self.mode} fields ({where})") from None
 
     @abstractmethod
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score: ...

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import AfterValidator, Field, StrictBool, field_validator
+
+from skilltune.agents.process import kill_group
 from skilltune.errors import ScoringError
-from skilltune.score.base import Score, Scorer, score_from_mapping
+from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
@@ -25,58 +26,88 @@ DEFAULT_COMMAND_TIMEOUT_S = 120.0
 RUBRIC_MODE_ARG = "cheap"
 
 
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(
+            f"'expected' is not a valid regex: {exc}; put a backslash before a literal ( [ . * + ?"
+        ) from None
+    return pattern
+
+
+class ExactFields(ScoringFields):
+    """exact mode's fields: ``expected`` compiles as a regex; nothing else is accepted."""
+
+    expected: Annotated[str, AfterValidator(_compiles)] = Field(
+        min_length=1, description="a non-empty string: a regex searched in the agent's final output"
+    )
+    # Strict: a JSON string such as "false" must not read as true.
+    ignore_case: StrictBool = Field(
+        default=False, description="true or false: match 'expected' ignoring case"
+    )
+
+
 class ExactScorer(Scorer):
     """Regex ``expected`` searched in the agent's final output; hard = soft = found."""
 
     mode = "exact"
-
-    @classmethod
-    def check_fields(cls, scoring: Mapping[str, Any], suite_root: Path) -> list[str]:
-        expected = scoring.get("expected")
-        if expected is None:
-            return ["exact mode needs 'expected' (a regex searched in the agent's final output)"]
-        if not isinstance(expected, str) or not expected:
-            return ["'expected' must be a non-empty string (a regex)"]
-        try:
-            re.compile(expected)
-        except re.error as exc:
-            return [f"'expected' is not a valid regex: {exc}"]
-        return []
+    Fields = ExactFields
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
-        expected = task.scoring.get("expected")
-        if not isinstance(expected, str) or not expected:
-            raise ScoringError(f"task {task.id}: exact mode without 'expected'")
-        flags = re.IGNORECASE if task.scoring.get("ignore_case") else 0
-        found = re.search(expected, result.final_text, flags) is not None
+        fields = self.fields(task)
+        assert isinstance(fields, ExactFields)
+        flags = re.IGNORECASE if fields.ignore_case else 0
+        found = re.search(fields.expected, result.final_text, flags) is not None
         return self.make(int(found), float(found), ["expected_found" if found else "expected_missing"])
+
+
+def _not_empty(required: list[str]) -> list[str]:
+    if not required:
+        raise ValueError("'required' is an empty checklist: list at least one substring")
+    return required
+
+
+class ChecklistFields(ScoringFields):
+    """checklist mode's fields: at least one non-empty substring in ``required``."""
+
+    required: Annotated[list[Annotated[str, Field(min_length=1)]], AfterValidator(_not_empty)] = Field(
+        description="a list of non-empty strings, each searched in the agent's final output"
+    )
 
 
 class ChecklistScorer(Scorer):
     """Substrings ``required`` in the final output: soft = fraction found, hard = all found."""
 
     mode = "checklist"
-
-    @classmethod
-    def check_fields(cls, scoring: Mapping[str, Any], suite_root: Path) -> list[str]:
-        required = scoring.get("required")
-        if required is None:
-            return ["checklist mode needs 'required' (a list of substrings)"]
-        if not isinstance(required, list) or not all(isinstance(r, str) and r for r in required):
-            return ["'required' must be a list of non-empty strings"]
-        if not required:
-            return ["'required' is an empty checklist: list at least one substring"]
-        return []
+    Fields = ChecklistFields
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
-        required = task.scoring.get("required")
-        if not isinstance(required, list) or not required:
-            raise ScoringError(f"task {task.id}: checklist mode with an empty 'required' list")
+        fields = self.fields(task)
+        assert isinstance(fields, ChecklistFields)
+        required = fields.required
         text = result.final_text
         found = [r for r in required if r in text]
         missing = [r for r in required if r not in text]
         checks = [f"found:{r}" for r in found] + [f"missing:{r}" for r in missing]
         return self.make(int(not missing), len(found) / len(required), checks)
+
+
+class CommandFields(ScoringFields):
+    """command mode's fields: the shell ``command`` and its finite, positive ``timeout`` (null: the default)."""
+
+    command: str = Field(
+        pattern=r"\S", description="a non-empty string: a shell command run in the workspace, exit 0 = pass"
+    )
+    timeout: Annotated[float, Field(gt=0, strict=True, allow_inf_nan=False)] = Field(
+        default=DEFAULT_COMMAND_TIMEOUT_S,
+        description=f"a positive number of seconds, {DEFAULT_COMMAND_TIMEOUT_S:g} when left out",
+    )
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _null_is_the_default(cls, value: Any) -> Any:
+        return DEFAULT_COMMAND_TIMEOUT_S if value is None else value
 
 
 class CommandScorer(Scorer):
@@ -89,27 +120,11 @@ class CommandScorer(Scorer):
     """
 
     mode = "command"
-
-    @classmethod
-    def check_fields(cls, scoring: Mapping[str, Any], suite_root: Path) -> list[str]:
-        problems = []
-        command = scoring.get("command")
-        if command is None:
-            problems.append("command mode needs 'command' (a shell command; exit 0 = pass)")
-        elif not isinstance(command, str) or not command.strip():
-            problems.append("'command' must be a non-empty string")
-        timeout = scoring.get("timeout")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            problems.append("'timeout' must be a positive number of seconds")
-        return problems
+    Fields = CommandFields
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
-        command = task.scoring.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise ScoringError(f"task {task.id}: command mode without 'command'")
-        timeout = float(task.scoring.get("timeout") or DEFAULT_COMMAND_TIMEOUT_S)
+        fields = self.fields(task)
+        assert isinstance(fields, CommandFields)
         with tempfile.TemporaryDirectory(prefix="skilltune-score-") as tmp:
             output_file = result.output_file
             if output_file is None:
@@ -121,7 +136,7 @@ class CommandScorer(Scorer):
                 SKILLTUNE_SUITE=str(self.suite.root.resolve()),  # the command runs in the workspace
                 SKILLTUNE_TASK_ID=task.id,
             )
-            rc, tail = _run_group(command, workspace, env, timeout)
+            rc, tail = _run_group(fields.command, workspace, env, fields.timeout)
         checks = [f"command_exit:{rc}"]
         if rc != 0 and tail:
             checks.append(f"command_output:{tail}")
@@ -147,19 +162,14 @@ def _run_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> 
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.wait()
             raise ScoringError(f"scoring command timed out after {timeout:g} s: {command}") from exc
         finally:
-            _kill_group(proc.pid)  # reap anything the command left running in the background
+            kill_group(proc.pid)  # reap anything the command left running in the background
         log.seek(0)
         lines = log.read().decode("utf-8", "replace").strip().splitlines()
     return proc.returncode, (lines[-1][:160] if lines else "")
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 class RubricScorer(Scorer):
@@ -170,6 +180,7 @@ class RubricScorer(Scorer):
     """
 
     mode = "rubric"
+    Fields = OpenFields  # rubric.py reads whatever fields it was written for
 
     @classmethod
     def check_fields(cls, scoring: Mapping[str, Any], suite_root: Path) -> list[str]:

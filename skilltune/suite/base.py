@@ -11,14 +11,13 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from skilltune.errors import UsageError
+from skilltune.score.base import Scorer
+from skilltune.score.registry import scorer_class
 from skilltune.store import canonical_json, iter_tree
 from skilltune.suite.model import SPLITS, SuiteConfig, Task
-
-if TYPE_CHECKING:
-    from skilltune.score.base import Scorer
 
 # Strings shorter than this are too common to call a leak when found in a workspace.
 _MIN_REFERENCE_LEN = 8
@@ -151,8 +150,6 @@ class Suite(ABC):
     def scoring_mode(self, task: Task) -> str: ...
 
     def scorer(self, task: Task) -> Scorer:
-        from skilltune.score.registry import scorer_class
-
         mode = self.scoring_mode(task)
         if mode not in self._scorers:
             cls = scorer_class(mode)

@@ -10,14 +10,17 @@ import ast
 import json
 import re
 import shutil
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import ValidationError
 
+from skilltune.score.registry import scorer_class, scoring_modes
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
-from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task, safe_id
+from skilltune.suite.checks import check_task, field_messages
+from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
 
 CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
 _FENCE_OPEN = re.compile(r"^\s*```json\s*$")
@@ -59,8 +62,6 @@ class JsonlSuite(Suite):
 
 def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | None:
     """The first fenced json block of scoring.md as a SuiteConfig (defaults when none)."""
-    from skilltune.score.registry import scoring_modes
-
     text = _read_text(scoring_md, problems)
     if text is None:
         return None
@@ -200,12 +201,9 @@ def _read_task(
     seen: dict[str, str],
     problems: list[Problem],
 ) -> Task | None:
-    from skilltune.score.registry import scorer_class, scoring_modes
-
     def report(message: str) -> None:
         problems.append(Problem(file=str(path), line=number, message=message))
 
-    before = len(problems)
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -214,97 +212,33 @@ def _read_task(
     if not isinstance(obj, dict):
         report(f"a task must be a JSON object, got {type(obj).__name__}")
         return None
-
-    task_id = obj.get("id")
-    if task_id is None:
-        report("missing 'id' (a string unique across train, val and test)")
-    elif not isinstance(task_id, str) or not task_id:
-        report(f"'id' must be a non-empty string, got {task_id!r}: write it in quotes")
-    elif task_id in seen:
-        report(f"duplicate id {task_id!r} (first at {seen[task_id]})")
-    elif f"safe:{safe_id(task_id)}" in seen:
-        other = seen[f"safe:{safe_id(task_id)}"]
-        report(
-            f"id {task_id!r} and the id at {other} both become {safe_id(task_id)!r} in file names: rename one"
-        )
-    else:
-        seen[task_id] = f"{path.name}:{number}"
-        seen[f"safe:{safe_id(task_id)}"] = f"{path.name}:{number}"
-
-    prompt = obj.get("prompt")
-    if prompt is None:
-        report("missing 'prompt' (the task as given to the agent)")
-    elif not isinstance(prompt, str) or not prompt.strip():
-        report("'prompt' must be a non-empty string")
-
+    task, messages = check_task(obj, split, f"{path.name}:{number}", seen, suite_root=root)
     scoring = obj.get("scoring", {})
-    if not isinstance(scoring, dict):
-        report("'scoring' must be an object (optional 'mode' plus that mode's fields)")
-    else:
-        mode = scoring.get("mode") or default_mode
-        cls = scorer_class(str(mode)) if isinstance(mode, str) else None
-        if mode is None:
-            pass  # no mode of its own, and the config's default is broken (already reported)
-        elif cls is None:
-            report(f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})")
-        else:
-            for message in cls.check_fields(scoring, root):
-                report(message)
+    if isinstance(scoring, dict):  # else the Task model said what it must be
+        messages += scoring_problems(scoring, default_mode, root)
+    for message in messages:
+        report(message)
+    return task if not messages else None
 
-    files = obj.get("files", [])
-    if not isinstance(files, list):
-        report("'files' must be a list of paths under the suite folder")
-    else:
-        basenames: dict[str, str] = {}
-        for rel in files:
-            problem = check_file_entry(root, rel)
-            if problem:
-                report(problem)
-                continue
-            base = PurePosixPath(rel).name
-            if base in basenames:
-                report(f"files {basenames[base]!r} and {rel!r} would both land in the workspace as {base!r}")
-            basenames[base] = rel
 
-    if len(problems) > before:
-        return None
+def scoring_problems(scoring: Mapping[str, Any], default_mode: str | None, root: Path) -> list[str]:
+    """What is wrong with a task's ``scoring`` object: its mode, then that mode's ``Fields``.
+
+    ``default_mode`` is the suite's (None when the config's is unusable: a task
+    naming no mode is then not checked against one the author did not choose).
+    """
+    mode = scoring.get("mode") or default_mode
+    if mode is None:
+        return []
+    cls = scorer_class(mode) if isinstance(mode, str) else None
+    if cls is None:
+        return [f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})"]
     try:
-        return Task.model_validate({**obj, "split": split})
+        cls.parse_fields(scoring)
     except ValidationError as exc:
-        for err in exc.errors():
-            report(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}")
-        return None
-
-
-def check_file_entry(root: Path, rel: Any) -> str | None:
-    """Why a ``files`` entry is unusable (missing, or escaping the suite), or None."""
-    if not isinstance(rel, str) or not rel.strip():
-        return f"files entry {rel!r} must be a non-empty path string"
-    posix = PurePosixPath(rel)
-    if posix.is_absolute() or PureWindowsPath(rel).is_absolute() or rel.startswith("~"):
-        return f"files entry {rel!r} is absolute: give a path relative to the suite folder"
-    if ".." in posix.parts:
-        return f"files entry {rel!r} escapes the suite ('..'): keep task files under the suite folder"
-    if posix.parts and posix.parts[0] == "refs":
-        return (
-            f"files entry {rel!r} is under refs/, which holds reference material and never enters a workspace"
-        )
-    if not posix.parts or posix == PurePosixPath("."):
-        return f"files entry {rel!r} is the whole suite: list the files the agent needs"
-    full = root / rel
-    suite_real = root.resolve()
-    if not full.exists():
-        return f"files entry {rel!r} does not exist under {root}"
-    if not full.resolve().is_relative_to(suite_real):
-        return f"files entry {rel!r} escapes the suite through a symlink ({full.resolve()})"
-    if full.is_dir():
-        for inner in sorted(full.rglob("*")):
-            if inner.is_symlink() and not inner.resolve().is_relative_to(suite_real):
-                return (
-                    f"files entry {rel!r} holds {inner.relative_to(root).as_posix()!r}, "
-                    f"a symlink out of the suite ({inner.resolve()})"
-                )
-    return None
+        fields = {k: v for k, v in scoring.items() if k != "mode"}
+        return field_messages(exc, cls.Fields, fields, owner=f"{mode} mode")
+    return cls.check_fields(scoring, root)
 
 
 def _check_symlinks(root: Path, problems: list[Problem]) -> None:

@@ -25,7 +25,8 @@ from skilltune.errors import ScoringError
 from skilltune.score.base import Score, Scorer, score_from_mapping
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite, load_module
-from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task, safe_id
+from skilltune.suite.checks import check_task
+from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
@@ -144,7 +145,7 @@ def read_python_suite(path: Path) -> tuple[PythonSuite | None, list[Problem]]:
     if problems:
         return None, problems
 
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     splits: dict[str, list[Task]] = {}
     for split in SPLITS:
         try:
@@ -183,40 +184,18 @@ def read_python_suite(path: Path) -> tuple[PythonSuite | None, list[Problem]]:
 
 
 def _to_task(
-    item: Any, split: str, index: int, seen: set[str], where: str, problems: list[Problem]
+    item: Any, split: str, index: int, seen: dict[str, str], where: str, problems: list[Problem]
 ) -> Task | None:
     label = f"tasks({split!r})[{index}]"
     obj = item.as_json() if isinstance(item, Task) else item
     if not isinstance(obj, dict):
         problems.append(Problem(file=where, message=f"{label} is a {type(item).__name__}, not a task dict"))
         return None
+    task, messages = check_task(obj, split, label, seen)
     task_id = obj.get("id")
-    if not isinstance(task_id, str) or not task_id:
-        problems.append(
-            Problem(file=where, message=f"{label}: 'id' must be a non-empty string, got {task_id!r}")
-        )
-        return None
-    if task_id in seen:
-        problems.append(Problem(file=where, message=f"{label}: duplicate id {task_id!r}"))
-        return None
-    if f"safe:{safe_id(task_id)}" in seen:
-        problems.append(
-            Problem(
-                file=where,
-                message=f"{label}: id {task_id!r} and another id both become {safe_id(task_id)!r} in file names: rename one",
-            )
-        )
-        return None
-    seen.add(task_id)
-    seen.add(f"safe:{safe_id(task_id)}")
-    if not isinstance(obj.get("prompt"), str) or not obj["prompt"].strip():
-        problems.append(Problem(file=where, message=f"{label} ({task_id}): missing or empty 'prompt'"))
-        return None
-    try:
-        return Task.model_validate({**obj, "split": split})
-    except ValidationError as exc:
-        problems.append(Problem(file=where, message=f"{label} ({task_id}): {exc.errors()[0]['msg']}"))
-        return None
+    named = f"{label} ({task_id})" if isinstance(task_id, str) and task_id else label
+    problems.extend(Problem(file=where, message=f"{named}: {message}") for message in messages)
+    return task
 
 
 def _line_in(module_path: Path, exc: BaseException) -> int | None:

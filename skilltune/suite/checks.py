@@ -1,0 +1,99 @@
+"""One task object checked by the Task model (and ids across the suite), errors as fix-it messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from skilltune.suite.model import SUITE_ROOT, Task, safe_id
+
+# Errors whose text a validator wrote for the user: shown as they are.
+_OWN_MESSAGE = ("value_error", "assertion_error")
+_SHOWN_CHARS = 60
+
+
+def field_messages(
+    error: ValidationError, model: type[BaseModel], raw: Mapping[str, Any], owner: str | None = None
+) -> list[str]:
+    """One message per field ``model`` refused in ``raw``, each naming the field and what it must hold.
+
+    The wording comes from the model: a field's ``description`` is what it must
+    hold, a validator's ``ValueError`` is shown as written. ``owner`` ("exact
+    mode") names who asks for the fields; a missing one then reads "exact mode
+    needs 'expected'" instead of "missing 'expected'". Repeats are dropped.
+    """
+    declared = {info.alias or name: info for name, info in model.model_fields.items()}
+    messages: list[str] = []
+    for err in error.errors():
+        name = str(err["loc"][0]) if err["loc"] else ""
+        what = declared[name].description if name in declared else None
+        if err["type"] == "missing":
+            message = f"{owner} needs {name!r}" if owner else f"missing {name!r}"
+            message += f" ({what})" if what else ""
+        elif err["type"] == "extra_forbidden":
+            known = ", ".join(sorted(declared)) or "none"
+            message = (
+                f"{owner or 'the object'} has no field {name!r} (its fields: {known}): fix the spelling "
+                "or remove it; data for backends belongs in the task object, beside 'scoring'"
+            )
+        elif err["type"] in _OWN_MESSAGE and "error" in err.get("ctx", {}):
+            message = str(err["ctx"]["error"])
+        elif what:
+            message = f"{name!r} must be {what} (got {_shown(raw.get(name))})"
+        else:
+            message = f"{name!r}: {err['msg']} (got {_shown(raw.get(name))})"
+        if message not in messages:
+            messages.append(message)
+    return messages
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def claim_id(task_id: str, where: str, seen: dict[str, str]) -> str | None:
+    """Record ``task_id`` as found at ``where``; why it cannot be used (taken, or its file name is), or None.
+
+    ``seen`` maps the ids of the suite found so far (and their file-name forms) to where they are.
+    """
+    if task_id in seen:
+        return (
+            f"duplicate id {task_id!r} (first at {seen[task_id]}): ids are unique across train, val and test"
+        )
+    file_name = f"safe:{safe_id(task_id)}"
+    if file_name in seen:
+        return (
+            f"id {task_id!r} and the id at {seen[file_name]} both become {safe_id(task_id)!r} "
+            "in file names: rename one"
+        )
+    seen[task_id] = seen[file_name] = where
+    return None
+
+
+def check_task(
+    obj: Mapping[str, Any], split: str, where: str, seen: dict[str, str], suite_root: Path | None = None
+) -> tuple[Task | None, list[str]]:
+    """``obj`` as a Task of ``split``, and every problem with it (the Task is None when there is one).
+
+    ``where`` names the object in messages about other tasks ("val.jsonl:2"); its id
+    joins ``seen`` when valid (see ``claim_id``), even if another field is not, so a
+    later duplicate is still reported. ``suite_root`` is where ``files`` must be.
+    """
+    context = {SUITE_ROOT: suite_root} if suite_root is not None else None
+    task: Task | None = None
+    messages: list[str] = []
+    id_refused = False
+    try:
+        task = Task.model_validate({**obj, "split": split}, context=context)
+    except ValidationError as exc:
+        messages = field_messages(exc, Task, obj)
+        id_refused = any(err["loc"][:1] == ("id",) for err in exc.errors())
+    if not id_refused:
+        taken = claim_id(str(obj["id"]), where, seen)
+        if taken:
+            messages.insert(0, taken)
+    return (task if not messages else None), messages
