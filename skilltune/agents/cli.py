@@ -14,20 +14,19 @@ rest the same way for all of them:
   when its output stalls;
 - outcomes: an HTTP 429/529/503, auth, quota or network failure, or a crash before
   the first model turn is ``infra_error`` (retried, never scored), never a task
-  failure.
+  failure (``failure_status``, a typed ``Failure``).
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
 import tempfile
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, PositiveFloat
 
@@ -41,6 +40,7 @@ from skilltune.agents.base import (
 )
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome, run_agent_process
+from skilltune.agents.transcript import parse_jsonl
 from skilltune.errors import UsageError
 from skilltune.store import is_secret_key
 
@@ -82,23 +82,23 @@ class CLIOptions(AgentOptions):
     executable: str | None = Field(default=None, description="path of the CLI (default: found on PATH)")
 
 
-TOOL_TEXT_CHARS = 2000  # how much of a tool's input or output a transcript keeps
+class Failure(NamedTuple):
+    """How a run that ended in an error counts, and why: ``infra_error`` (the endpoint's or the
+    machine's fault: retried, never scored) or ``task_failed`` (the agent's own failure: scored
+    as it stands)."""
+
+    status: Literal["infra_error", "task_failed"]
+    reason: str
 
 
-def clip(text: str, limit: int = TOOL_TEXT_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how much was left out."""
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+# HTTP statuses besides 5xx that say nothing about the task, whenever they come: auth, a request
+# timeout, a rate limit.
+INFRA_HTTP_STATUSES = frozenset({401, 403, 408, 429})
 
 
-def content_text(content: Any) -> str:
-    """The text of a message's content: a string, or the text blocks of a list of blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
+def infra_http_status(code: int) -> bool:
+    """Whether an API error of HTTP status ``code`` is the infrastructure's, never the task's."""
+    return code >= 500 or code in INFRA_HTTP_STATUSES
 
 
 def infra_reason(text: str) -> str | None:
@@ -107,25 +107,6 @@ def infra_reason(text: str) -> str | None:
         if pattern.search(text):
             return reason
     return None
-
-
-def parse_jsonl(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """JSON objects of an event stream, and the lines that were not JSON (banners, warnings)."""
-    events, other = [], []
-    for line in lines:
-        stripped = line.strip()
-        if not stripped:
-            continue
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError:
-            other.append(stripped)
-            continue
-        if isinstance(value, dict):
-            events.append(value)
-        else:
-            other.append(stripped)
-    return events, other
 
 
 class CLIBackend(AgentBackend):
@@ -297,11 +278,12 @@ class CLIBackend(AgentBackend):
         return {"tools": []} if self.tool_restriction is not None else {}
 
     @staticmethod
-    def failure_status(text: str, saw_model_turn: bool) -> tuple[str, str]:
-        """(status, reason) for a run that ended in an error: infra or the task's own failure."""
+    def failure_status(text: str, saw_model_turn: bool) -> Failure:
+        """How a run that ended in error ``text`` counts: infra (an infra-looking message, or no
+        model turn yet) or the task's own failure."""
         reason = infra_reason(text)
         if reason is not None:
-            return "infra_error", f"{reason}: {text.strip()[:300]}"
+            return Failure("infra_error", f"{reason}: {text.strip()[:300]}")
         if not saw_model_turn:
-            return "infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}"
-        return "task_failed", text.strip()[:300]
+            return Failure("infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}")
+        return Failure("task_failed", text.strip()[:300])

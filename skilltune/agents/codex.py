@@ -42,7 +42,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, field_validator
 
@@ -51,13 +51,12 @@ from skilltune.agents.base import (
     AgentOptions,
     AgentRequest,
     AgentResult,
-    AgentStatus,
     BackendCheck,
     Message,
 )
-from skilltune.agents.cli import CLIBackend, CLIOptions
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import CLIBackend, CLIOptions, Failure
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import clip
 
 PROVIDER = "skilltune-endpoint"
 LAST_MESSAGE_FILE = "codex-last-message.txt"
@@ -327,18 +326,16 @@ class CodexAgent(CLIBackend):
                 if outcome.returncode
                 else "codex ended without completing its turn"
             )
-        status, reason = self.classify(text, saw_model_turn=actions > 0)
-        result.status, result.reason = status, reason
+        result.status, result.reason = self.classify(text, saw_model_turn=actions > 0)
         return result
 
     @classmethod
-    def classify(cls, text: str, saw_model_turn: bool) -> tuple[AgentStatus, str]:
-        """(status, reason) of a failed codex run: its own wording first, then the shared rules."""
+    def classify(cls, text: str, saw_model_turn: bool) -> Failure:
+        """How a failed codex run counts: by codex's own wording first, then by the shared rules."""
         for reason, pattern in _CODEX_INFRA:
             if pattern.search(text):
-                return "infra_error", f"{reason}: {text.strip()[:300]}"
-        status, why = cls.failure_status(text, saw_model_turn)
-        return cast(AgentStatus, status), why
+                return Failure("infra_error", f"{reason}: {text.strip()[:300]}")
+        return cls.failure_status(text, saw_model_turn)
 
 
 def _relative(path: str, workspace: Path) -> str:
@@ -362,7 +359,7 @@ def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
         head = f"[exit {item.get('exit_code')}]" if item.get("exit_code") is not None else f"[{status}]"
         return [
             Message(role="assistant", content=f"[tool shell] {item.get('command', '')}"),
-            Message(role="tool", content=_clip(f"{head}\n{output}".rstrip())),
+            Message(role="tool", content=clip(f"{head}\n{output}".rstrip())),
         ]
     if kind == "file_change":
         changes = item.get("changes") or []
@@ -380,8 +377,8 @@ def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
         args = json.dumps(item.get("arguments"), ensure_ascii=False)
         outcome = item.get("error") or item.get("result")
         return [
-            Message(role="assistant", content=f"[tool {call}] {_clip(args, 500)}"),
-            Message(role="tool", content=_clip(f"[{status}] {json.dumps(outcome, ensure_ascii=False)}")),
+            Message(role="assistant", content=f"[tool {call}] {clip(args, 500)}"),
+            Message(role="tool", content=clip(f"[{status}] {json.dumps(outcome, ensure_ascii=False)}")),
         ]
     if kind == "web_search":
         return [Message(role="assistant", content=f"[tool web_search] {item.get('query', '')}")]
@@ -393,4 +390,4 @@ def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
             if isinstance(s, dict)
         ]
         return [Message(role="assistant", content="[plan]\n" + "\n".join(lines))]
-    return [Message(role="assistant", content=_clip(f"[{kind}] {json.dumps(item, ensure_ascii=False)}", 500))]
+    return [Message(role="assistant", content=clip(f"[{kind}] {json.dumps(item, ensure_ascii=False)}", 500))]

@@ -60,9 +60,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import tool_call_message, tool_result_message
 
 USAGE_FILE = "copilot-usage.json"
 INSTRUCTIONS_FILE = "copilot-instructions.md"
@@ -75,7 +75,6 @@ _ISOLATION_BREAKERS = (
     "COPILOT_CUSTOM_INSTRUCTIONS_DIRS",
     "COPILOT_EVENTS_LOG_DIRECTORY",
 )
-_INFRA_STATUS = {401, 403, 408, 429}
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
@@ -275,13 +274,7 @@ class CopilotAgent(CLIBackend):
                     if not isinstance(call, dict):
                         continue
                     tool_names[str(call.get("toolCallId"))] = str(call.get("name"))
-                    arguments = call.get("arguments", {})
-                    shown = (
-                        arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-                    )
-                    messages.append(
-                        Message(role="assistant", content=_clip(f"[tool call] {call.get('name')} {shown}"))
-                    )
+                    messages.append(tool_call_message(call.get("name"), call.get("arguments", {})))
             elif kind == "tool.execution_complete":
                 name = tool_names.get(str(data.get("toolCallId")), "tool")
                 outcome_data = data.get("result") or data.get("error") or {}
@@ -290,8 +283,7 @@ class CopilotAgent(CLIBackend):
                     if isinstance(outcome_data, dict)
                     else str(outcome_data)
                 )
-                flag = "" if data.get("success", True) else " (error)"
-                messages.append(Message(role="tool", content=_clip(f"[{name} result{flag}] {text}")))
+                messages.append(tool_result_message(name, text, error=not data.get("success", True)))
             elif kind == "session.error":
                 errors.append(str(data.get("message") or data.get("errorType") or "error"))
                 if isinstance(data.get("statusCode"), int):
@@ -326,11 +318,10 @@ class CopilotAgent(CLIBackend):
                 if result is not None
                 else f"copilot exited with code {outcome.returncode} without a result event"
             )
-        if any(s >= 500 or s in _INFRA_STATUS for s in statuses):
+        if any(infra_http_status(s) for s in statuses):
             found.status, found.reason = "infra_error", f"API error {statuses[-1]}: {text.strip()[:300]}"
             return found
-        status, reason = self.failure_status(text, saw_model_turn=turns > 0)
-        found.status, found.reason = status, reason  # type: ignore[assignment]
+        found.status, found.reason = self.failure_status(text, saw_model_turn=turns > 0)
         return found
 
     @staticmethod

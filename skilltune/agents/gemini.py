@@ -60,9 +60,9 @@ from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
-from skilltune.agents.cli import clip as _clip
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import clip
 
 DEFAULT_MODEL = "gemini-2.5-pro"
 EFFORTS = ("low", "medium", "high")
@@ -350,7 +350,7 @@ class GeminiAgent(CLIBackend):
                 name = str(event.get("tool_name") or "?")
                 tool_names[str(event.get("tool_id"))] = name
                 args = json.dumps(event.get("parameters"), ensure_ascii=False)
-                messages.append(Message(role="assistant", content=f"[tool {name}] {_clip(args, 1000)}"))
+                messages.append(Message(role="assistant", content=f"[tool {name}] {clip(args, 1000)}"))
             elif kind == "tool_result":
                 flush()
                 in_turn = False
@@ -413,8 +413,7 @@ class GeminiAgent(CLIBackend):
         if _TRANSIENT.search(failure):  # gemini's own word for an empty answer from the API
             result.status, result.reason = "infra_error", f"transient API error: {failure[:300]}"
             return result
-        found, reason = self.failure_status(failure, saw_model_turn=turns > 0)
-        result.status, result.reason = found, reason  # type: ignore[assignment]
+        result.status, result.reason = self.failure_status(failure, saw_model_turn=turns > 0)
         return result
 
 
@@ -427,7 +426,7 @@ def _tool_result(event: dict[str, Any], names: dict[str, str]) -> str:
         body = str(error["message"])
     elif isinstance(event.get("output"), str):
         body = event["output"]
-    return _clip(f"{head} {body}".rstrip())
+    return clip(f"{head} {body}".rstrip())
 
 
 def _int(value: Any) -> int:

@@ -66,9 +66,9 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 
 PROVIDER = "skilltune"
@@ -95,8 +95,8 @@ TOOL_PERMISSIONS: dict[str, str] = {
     "lsp": "lsp",
     "question": "question",
 }
-# HTTP statuses that say nothing about the task, whenever they come.
-_INFRA_STATUSES = {401, 402, 403, 408, 409, 429}
+# HTTP statuses that say nothing about the task here, besides the shared ones (infra_http_status)
+_MORE_INFRA_STATUSES = {402, 409}
 _CONNECT = re.compile(r"cannot connect to api|unable to connect", re.I)
 
 
@@ -399,13 +399,11 @@ def interpret_stream(
         elif kind == "tool_use":
             state = _dict(part.get("state"))
             name = str(part.get("tool") or "tool")
-            arguments = json.dumps(state.get("input", {}), ensure_ascii=False)
-            messages.append(Message(role="assistant", content=_clip(f"[tool call] {name} {arguments}")))
+            messages.append(tool_call_message(name, state.get("input", {})))
             if state.get("status") == "error":
-                result = f"[{name} result (error)] {state.get('error', '')}"
+                messages.append(tool_result_message(name, str(state.get("error", "")), error=True))
             else:
-                result = f"[{name} result] {state.get('output', '')}"
-            messages.append(Message(role="tool", content=_clip(result)))
+                messages.append(tool_result_message(name, str(state.get("output", ""))))
         elif kind == "step_start":  # the model began to answer (a turn, though it may never finish)
             started += 1
         elif kind == "step_finish":
@@ -440,18 +438,18 @@ def interpret_stream(
     if errors:
         text = "\n".join(e[0] for e in errors)
         if any(
-            (code is not None and (code >= 500 or code in _INFRA_STATUSES)) or retry or _CONNECT.search(what)
+            (code is not None and (infra_http_status(code) or code in _MORE_INFRA_STATUSES))
+            or retry
+            or _CONNECT.search(what)
             for what, code, retry in errors
         ):  # what opencode's own retries could not get past: the endpoint's failure, not the task's
             found.status, found.reason = "infra_error", f"API error after opencode's retries: {text[:300]}"
         else:
-            status, reason = CLIBackend.failure_status(text, saw_turn)
-            found.status, found.reason = status, reason  # type: ignore[assignment]
+            found.status, found.reason = CLIBackend.failure_status(text, saw_turn)
         return found
     if outcome.returncode not in (0, None):
         what = outcome.stderr_tail.strip() or f"opencode exited with code {outcome.returncode}"
-        status, reason = CLIBackend.failure_status(what, saw_turn)
-        found.status, found.reason = status, reason  # type: ignore[assignment]
+        found.status, found.reason = CLIBackend.failure_status(what, saw_turn)
         return found
     if not saw_turn:
         found.status, found.reason = "infra_error", "opencode ended without a model turn"

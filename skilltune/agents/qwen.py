@@ -75,10 +75,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, NonNegativeInt
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
-from skilltune.agents.cli import clip as _clip
-from skilltune.agents.cli import content_text as _text
+from skilltune.agents.cli import CLIBackend, CLIOptions, Failure, infra_http_status, too_long_for_argv
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --core-tools then enables no built-in tool
@@ -96,7 +95,6 @@ SYSTEM_RULE = "rules/skilltune-system.md"  # in QWEN_HOME: a system prompt too l
 _MAX_TURNS_EXIT = 53
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*)", re.S)
 _STATUS = re.compile(r"\b([1-5]\d\d)\b")
-_INFRA_STATUS = {401, 403, 408, 429}
 _ISOLATION_BREAKERS = (
     "QWEN_HOME",
     "QWEN_RUNTIME_DIR",
@@ -339,25 +337,14 @@ class QwenAgent(CLIBackend):
                         messages.append(Message(role="assistant", content=final))
                     elif block.get("type") == "tool_use":
                         tool_names[str(block.get("id"))] = str(block.get("name"))
-                        arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-                        messages.append(
-                            Message(
-                                role="assistant",
-                                content=_clip(f"[tool call] {block.get('name')} {arguments}"),
-                            )
-                        )
+                        messages.append(tool_call_message(block.get("name"), block.get("input", {})))
             elif kind == "user":
                 content = (event.get("message") or {}).get("content")
                 for block in content if isinstance(content, list) else []:
                     if isinstance(block, dict) and block.get("type") == "tool_result":
                         name = tool_names.get(str(block.get("tool_use_id")), "tool")
-                        flag = " (error)" if block.get("is_error") else ""
-                        messages.append(
-                            Message(
-                                role="tool",
-                                content=_clip(f"[{name} result{flag}] {_text(block.get('content'))}"),
-                            )
-                        )
+                        text = content_text(block.get("content"))
+                        messages.append(tool_result_message(name, text, error=bool(block.get("is_error"))))
             elif kind == "result":
                 result = event
         found = AgentResult(
@@ -398,9 +385,9 @@ class QwenAgent(CLIBackend):
         return found
 
     @classmethod
-    def classify(cls, text: str, saw_model_turn: bool) -> tuple[Any, str]:
-        """(status, reason) of a failed qwen run: an HTTP status first, then the shared rules."""
+    def classify(cls, text: str, saw_model_turn: bool) -> Failure:
+        """How a failed qwen run counts: by the HTTP status it starts with, then by the shared rules."""
         found = _STATUS.match(text.strip())
-        if found and (int(found.group(1)) >= 500 or int(found.group(1)) in _INFRA_STATUS):
-            return "infra_error", f"API error {text.strip()[:300]}"
+        if found and infra_http_status(int(found.group(1))):
+            return Failure("infra_error", f"API error {text.strip()[:300]}")
         return cls.failure_status(text, saw_model_turn)
