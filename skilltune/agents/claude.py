@@ -29,7 +29,6 @@ AGENTS.md), ``placement=system`` appends it to claude's own system prompt
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +38,7 @@ from pydantic import Field, NonNegativeInt, PositiveFloat
 
 from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 
@@ -46,6 +46,8 @@ from skilltune.agents.transcript import content_text, tool_call_message, tool_re
 # asked for, so whatever the agent should use without edits must be listed here.
 DEFAULT_ALLOWED = ("Bash", "Skill")
 _AUTH_KEYS = ("primaryApiKey", "oauthAccount", "customApiKeyResponses")
+# claude's global config of the user: settings, history and MCP servers, and a few auth keys
+_USER_CLAUDE_JSON = UserFile(".claude.json", "CLAUDE_CONFIG_DIR")
 SYSTEM_PROMPT_FILE = "skilltune-system-prompt.md"
 
 
@@ -89,43 +91,30 @@ class ClaudeAgent(CLIBackend):
         "AWS_BEARER_TOKEN_BEDROCK",
         "GOOGLE_APPLICATION_CREDENTIALS",
     )
-    credential_paths: ClassVar[tuple[str, ...]] = (".claude/.credentials.json",)
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".claude/.credentials.json": UserFile(".credentials.json", "CLAUDE_CONFIG_DIR", ".claude")
+    }
+    settings_file: ClassVar[str | None] = ".claude/.claude.json"  # the private CLAUDE_CONFIG_DIR's
     tool_restriction: ClassVar[str | None] = "--tools (built-in names, e.g. tools=Read,Edit)"
 
     def native_skill_dir(self, skill_name: str) -> str:
         return f".claude/skills/{skill_name}"
 
     # --- isolation ----------------------------------------------------------------------------
-    @staticmethod
-    def user_config_dir() -> Path:
-        configured = os.environ.get("CLAUDE_CONFIG_DIR")
-        if configured:
-            return Path(configured)
-        return Path(os.environ.get("HOME") or Path.home()) / ".claude"
-
-    def link_credentials(self, home: Path) -> None:
-        source = self.user_config_dir() / ".credentials.json"
-        if source.exists():
-            target = home / ".claude" / ".credentials.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
-
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        config = home / ".claude"
-        config.mkdir(parents=True, exist_ok=True)
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        """The private ``.claude.json``: onboarding done, no auto-updates, and the auth keys of the
+        user's own (they do not rotate, so a copy is safe; the rest of that file is never read)."""
         private: dict[str, Any] = {"hasCompletedOnboarding": True, "autoUpdates": False}
-        user_json = (
-            Path(os.environ["CLAUDE_CONFIG_DIR"]) / ".claude.json"
-            if os.environ.get("CLAUDE_CONFIG_DIR")
-            else Path(os.environ.get("HOME") or Path.home()) / ".claude.json"
-        )
         try:
-            user = json.loads(user_json.read_text(encoding="utf-8"))
+            user = json.loads(_USER_CLAUDE_JSON.path().read_text(encoding="utf-8"))
         except (OSError, ValueError):
             user = {}
         if isinstance(user, dict):
             private |= {k: user[k] for k in _AUTH_KEYS if k in user}
-        (config / ".claude.json").write_text(json.dumps(private), encoding="utf-8")
+        return private
+
+    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+        super().prepare_home(home, request)
         if request.system_prompt:
             (home / SYSTEM_PROMPT_FILE).write_text(request.system_prompt, encoding="utf-8")
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -55,6 +56,7 @@ from skilltune.agents.base import (
     Message,
 )
 from skilltune.agents.cli import CLIBackend, CLIOptions, Failure
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import clip
 
@@ -113,23 +115,6 @@ class CodexOptions(CLIOptions):
         return value
 
 
-def toml_value(value: Any) -> str:
-    """A TOML literal for a str, bool, int or float (strings as basic strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = json.dumps(str(value), ensure_ascii=False)  # JSON string escapes are valid TOML escapes
-    return text.replace("\x7f", "\\u007f")
-
-
-def toml_document(top: dict[str, Any], tables: dict[str, dict[str, Any]]) -> str:
-    lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
-    for name, values in tables.items():
-        lines += ["", f"[{name}]", *(f"{key} = {toml_value(value)}" for key, value in values.items())]
-    return "\n".join(lines) + "\n"
-
-
 def user_endpoint(environ: dict[str, str] | None = None) -> tuple[str | None, str | None]:
     """(base URL, the variable holding its key) from the user's environment."""
     env = os.environ if environ is None else environ
@@ -151,7 +136,10 @@ class CodexAgent(CLIBackend):
         "CODEX_ACCESS_TOKEN",
         "CODEX_CA_CERTIFICATE",
     )
-    credential_paths: ClassVar[tuple[str, ...]] = (".codex/auth.json",)
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".codex/auth.json": UserFile("auth.json", "CODEX_HOME", ".codex")
+    }
+    settings_file: ClassVar[str | None] = ".codex/config.toml"
     tool_restriction: ClassVar[str | None] = None
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
 
@@ -180,42 +168,30 @@ class CodexAgent(CLIBackend):
     def codex_home(home: Path) -> Path:
         return home / ".codex"
 
-    def link_credentials(self, home: Path) -> None:
-        """Link the user's ``auth.json`` (from $CODEX_HOME, else ~/.codex) into the private CODEX_HOME."""
-        real = os.environ.get("CODEX_HOME")
-        if not real:
-            super().link_credentials(home)
-            return
-        source = Path(real) / "auth.json"
-        if source.exists():
-            target = self.codex_home(home) / "auth.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
-
-    def config(self, request: AgentRequest) -> str:
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
         """The private config.toml of one rollout."""
         options = request.options
         assert isinstance(options, CodexOptions)
-        top: dict[str, Any] = {
+        config: dict[str, Any] = {
             "check_for_update_on_startup": False,
             "cli_auth_credentials_store": "file",  # auth.json, the linked file, never a keyring
         }
         if options.effort:
-            top["model_reasoning_effort"] = options.effort
+            config["model_reasoning_effort"] = options.effort
         if options.placement == "system" and request.system_prompt:
-            top["developer_instructions"] = request.system_prompt
+            config["developer_instructions"] = request.system_prompt
         if options.web_search:
-            top["web_search"] = options.web_search
-        tables: dict[str, dict[str, Any]] = {
+            config["web_search"] = options.web_search
+        config |= {
             "analytics": {"enabled": False},
             "feedback": {"enabled": False},
             "history": {"persistence": "none"},
         }
         if not options.shell:
-            tables["features"] = {"shell_tool": False}
+            config["features"] = {"shell_tool": False}
         base, key_var = user_endpoint()
         if base:
-            top["model_provider"] = PROVIDER
+            config["model_provider"] = PROVIDER
             provider: dict[str, Any] = {"name": PROVIDER, "base_url": base, "wire_api": "responses"}
             if key_var:
                 provider["env_key"] = key_var
@@ -223,13 +199,11 @@ class CodexAgent(CLIBackend):
                 provider["requires_openai_auth"] = True
             provider["request_max_retries"] = options.retries
             provider["stream_max_retries"] = options.retries
-            tables[f"model_providers.{PROVIDER}"] = provider
-        return toml_document(top, tables)
+            config["model_providers"] = {PROVIDER: provider}
+        return config
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        codex_home = self.codex_home(home)
-        codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(self.config(request), encoding="utf-8")
+        super().prepare_home(home, request)
         (request.log_dir / LAST_MESSAGE_FILE).unlink(missing_ok=True)
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -42,6 +43,7 @@ from pydantic import Field, model_validator
 from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
@@ -80,34 +82,25 @@ class CursorAgent(CLIBackend):
     )
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
     env_names: ClassVar[tuple[str, ...]] = ("CURSOR_API_KEY", "CURSOR_AUTH_TOKEN")
-    credential_paths: ClassVar[tuple[str, ...]] = (".config/cursor/auth.json", ".cursor/cli-config.json")
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".config/cursor/auth.json": UserFile("cursor/auth.json", "XDG_CONFIG_HOME", ".config"),
+        ".cursor/cli-config.json": UserFile("cli-config.json", "CURSOR_CONFIG_DIR", ".cursor"),
+    }
     tool_restriction: ClassVar[str | None] = None
 
     def native_skill_dir(self, skill_name: str) -> str:
         return f".cursor/skills/{skill_name}"
 
-    @staticmethod
-    def user_credentials() -> dict[str, Path]:
-        """Private-HOME path -> the user's file, wherever the user's variables put it."""
-        home = Path(os.environ.get("HOME") or Path.home())
+    def user_credentials(self) -> dict[str, Path]:
+        """As declared, except that without ``CURSOR_CONFIG_DIR`` a cli-config.json under
+        ``$XDG_CONFIG_HOME/cursor`` is used where it exists (else ``~/.cursor``'s)."""
+        found = super().user_credentials()
         xdg = os.environ.get("XDG_CONFIG_HOME")
-        config_dir = os.environ.get("CURSOR_CONFIG_DIR")
-        cli_config = (
-            Path(config_dir) / "cli-config.json"
-            if config_dir
-            else Path(xdg) / "cursor" / "cli-config.json"
-            if xdg and (Path(xdg) / "cursor" / "cli-config.json").exists()
-            else home / ".cursor" / "cli-config.json"
-        )
-        auth = (Path(xdg) if xdg else home / ".config") / "cursor" / "auth.json"
-        return {".config/cursor/auth.json": auth, ".cursor/cli-config.json": cli_config}
-
-    def link_credentials(self, home: Path) -> None:
-        for rel, source in self.user_credentials().items():
-            if source.exists():
-                target = home / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.symlink_to(source)
+        if xdg and not os.environ.get("CURSOR_CONFIG_DIR"):
+            in_xdg = Path(xdg).expanduser() / "cursor" / "cli-config.json"
+            if in_xdg.exists():
+                found[".cursor/cli-config.json"] = in_xdg
+        return found
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         return {"CURSOR_CONFIG_DIR": str(home / ".cursor"), "NO_OPEN_BROWSER": "1"}
