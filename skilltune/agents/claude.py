@@ -29,25 +29,25 @@ AGENTS.md), ``placement=system`` appends it to claude's own system prompt
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat
 
 from skilltune.agents.base import AgentRequest, AgentResult, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
-from skilltune.agents.cli import clip as _clip
-from skilltune.agents.cli import content_text as _text
+from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 
 # Pre-approved besides workspace edits. In -p mode a tool that needs approval is denied, not
 # asked for, so whatever the agent should use without edits must be listed here.
 DEFAULT_ALLOWED = ("Bash", "Skill")
-# HTTP statuses that say nothing about the task, whenever they come.
-_INFRA_STATUSES = {401, 403, 408, 429}
 _AUTH_KEYS = ("primaryApiKey", "oauthAccount", "customApiKeyResponses")
+# claude's global config of the user: settings, history and MCP servers, and a few auth keys
+_USER_CLAUDE_JSON = UserFile(".claude.json", "CLAUDE_CONFIG_DIR")
 SYSTEM_PROMPT_FILE = "skilltune-system-prompt.md"
 
 
@@ -91,43 +91,30 @@ class ClaudeAgent(CLIBackend):
         "AWS_BEARER_TOKEN_BEDROCK",
         "GOOGLE_APPLICATION_CREDENTIALS",
     )
-    credential_paths: ClassVar[tuple[str, ...]] = (".claude/.credentials.json",)
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".claude/.credentials.json": UserFile(".credentials.json", "CLAUDE_CONFIG_DIR", ".claude")
+    }
+    settings_file: ClassVar[str | None] = ".claude/.claude.json"  # the private CLAUDE_CONFIG_DIR's
     tool_restriction: ClassVar[str | None] = "--tools (built-in names, e.g. tools=Read,Edit)"
 
     def native_skill_dir(self, skill_name: str) -> str:
         return f".claude/skills/{skill_name}"
 
     # --- isolation ----------------------------------------------------------------------------
-    @staticmethod
-    def user_config_dir() -> Path:
-        configured = os.environ.get("CLAUDE_CONFIG_DIR")
-        if configured:
-            return Path(configured)
-        return Path(os.environ.get("HOME") or Path.home()) / ".claude"
-
-    def link_credentials(self, home: Path) -> None:
-        source = self.user_config_dir() / ".credentials.json"
-        if source.exists():
-            target = home / ".claude" / ".credentials.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
-
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        config = home / ".claude"
-        config.mkdir(parents=True, exist_ok=True)
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        """The private ``.claude.json``: onboarding done, no auto-updates, and the auth keys of the
+        user's own (they do not rotate, so a copy is safe; the rest of that file is never read)."""
         private: dict[str, Any] = {"hasCompletedOnboarding": True, "autoUpdates": False}
-        user_json = (
-            Path(os.environ["CLAUDE_CONFIG_DIR"]) / ".claude.json"
-            if os.environ.get("CLAUDE_CONFIG_DIR")
-            else Path(os.environ.get("HOME") or Path.home()) / ".claude.json"
-        )
         try:
-            user = json.loads(user_json.read_text(encoding="utf-8"))
+            user = json.loads(_USER_CLAUDE_JSON.path().read_text(encoding="utf-8"))
         except (OSError, ValueError):
             user = {}
         if isinstance(user, dict):
             private |= {k: user[k] for k in _AUTH_KEYS if k in user}
-        (config / ".claude.json").write_text(json.dumps(private), encoding="utf-8")
+        return private
+
+    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+        super().prepare_home(home, request)
         if request.system_prompt:
             (home / SYSTEM_PROMPT_FILE).write_text(request.system_prompt, encoding="utf-8")
 
@@ -224,12 +211,21 @@ def _tokens(usage: dict[str, Any]) -> tuple[int, int]:
     return tokens_in, int(usage.get("output_tokens") or 0)
 
 
-def interpret_stream(events: list[dict[str, Any]], outcome: ProcessOutcome) -> AgentResult:
-    """claude's (and cursor-agent's claude-like) stream-json events -> an AgentResult.
+EventReader = Callable[[dict[str, Any]], list[Message]]
+
+
+def interpret_stream(
+    events: list[dict[str, Any]],
+    outcome: ProcessOutcome,
+    more_events: Mapping[str, EventReader] | None = None,
+) -> AgentResult:
+    """claude's stream-json events -> an AgentResult.
 
     Assistant text and tool calls become assistant messages, tool results tool messages.
     An API error shows up as an assistant message of model ``<synthetic>``: it is no model
-    turn. Final text, usage, turns and cost come from the ``result`` event.
+    turn. Final text, usage, turns and cost come from the ``result`` event. A CLI whose stream
+    is claude-like with event types of its own passes ``more_events``: event type -> the
+    messages of one such event (types claude's stream has are read as claude's, whatever it says).
     """
     messages: list[Message] = []
     tool_names: dict[str, str] = {}
@@ -248,7 +244,7 @@ def interpret_stream(events: list[dict[str, Any]], outcome: ProcessOutcome) -> A
             message = event.get("message") or {}
             content = message.get("content") or []
             if message.get("model") == "<synthetic>" or event.get("error"):
-                api_errors.append(_text(content) or str(event.get("error")))
+                api_errors.append(content_text(content) or str(event.get("error")))
                 continue
             turn = str(message.get("id") or event.get("uuid") or len(turn_ids))
             if turn not in turn_ids:
@@ -264,24 +260,18 @@ def interpret_stream(events: list[dict[str, Any]], outcome: ProcessOutcome) -> A
                     messages.append(Message(role="assistant", content=last_text))
                 elif block.get("type") == "tool_use":
                     tool_names[str(block.get("id"))] = str(block.get("name"))
-                    arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-                    messages.append(
-                        Message(
-                            role="assistant", content=_clip(f"[tool call] {block.get('name')} {arguments}")
-                        )
-                    )
+                    messages.append(tool_call_message(block.get("name"), block.get("input", {})))
         elif kind == "user":
             content = (event.get("message") or {}).get("content")
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     name = tool_names.get(str(block.get("tool_use_id")), "tool")
-                    flag = " (error)" if block.get("is_error") else ""
-                    text = _text(block.get("content"))
-                    messages.append(Message(role="tool", content=_clip(f"[{name} result{flag}] {text}")))
-        elif kind == "tool_call":
-            messages.extend(_cursor_tool_call(event))
+                    text = content_text(block.get("content"))
+                    messages.append(tool_result_message(name, text, error=bool(block.get("is_error"))))
         elif kind == "result":
             result = event
+        elif more_events and str(kind) in more_events:
+            messages.extend(more_events[str(kind)](event))
     saw_turn = bool(turn_ids)
     found = AgentResult(
         status="ok",
@@ -301,10 +291,9 @@ def interpret_stream(events: list[dict[str, Any]], outcome: ProcessOutcome) -> A
             found.status = "timeout"  # the runner decides: timeout after a model turn, else infra_error
             return found
         what = "\n".join([*api_errors, outcome.stderr_tail.strip()]).strip()
-        status, reason = CLIBackend.failure_status(
+        found.status, found.reason = CLIBackend.failure_status(
             what or f"the CLI exited with code {outcome.returncode} without a result event", saw_turn
         )
-        found.status, found.reason = status, reason  # type: ignore[assignment]
         return found
     found.final_text = str(result.get("result") or "")
     usage = result.get("usage")
@@ -317,34 +306,14 @@ def interpret_stream(events: list[dict[str, Any]], outcome: ProcessOutcome) -> A
     api_status = result.get("api_error_status")
     detail = found.final_text or "\n".join(api_errors) or subtype
     if isinstance(api_status, int):
-        if api_status >= 500 or api_status in _INFRA_STATUSES:
+        if infra_http_status(api_status):
             found.status, found.reason = "infra_error", f"API error {api_status}: {detail.strip()[:300]}"
         else:
-            status, reason = CLIBackend.failure_status(f"API error {api_status}: {detail}", saw_turn)
-            found.status, found.reason = status, reason  # type: ignore[assignment]
+            found.status, found.reason = CLIBackend.failure_status(
+                f"API error {api_status}: {detail}", saw_turn
+            )
     elif subtype == "error_max_turns":
         found.status, found.reason = "task_failed", f"max turns reached ({result.get('num_turns')} turns)"
     elif result.get("is_error") or subtype not in ("success", ""):
-        status, reason = CLIBackend.failure_status(f"{subtype}: {detail}", saw_turn)
-        found.status, found.reason = status, reason  # type: ignore[assignment]
+        found.status, found.reason = CLIBackend.failure_status(f"{subtype}: {detail}", saw_turn)
     return found
-
-
-def _cursor_tool_call(event: dict[str, Any]) -> list[Message]:
-    """cursor-agent's ``tool_call`` events (``started`` / ``completed``) as messages."""
-    call = event.get("tool_call") or {}
-    if not isinstance(call, dict) or not call:
-        return []
-    key, body = next(iter(call.items()))
-    body = body if isinstance(body, dict) else {}
-    name = str(body.get("name") or key.removesuffix("ToolCall"))
-    if event.get("subtype") == "started":
-        arguments = body.get("args", body.get("arguments", {}))
-        shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        return [Message(role="assistant", content=_clip(f"[tool call] {name} {shown}"))]
-    if event.get("subtype") == "completed":
-        outcome = body.get("result", {})
-        flag = " (error)" if isinstance(outcome, dict) and "error" in outcome else ""
-        shown = outcome if isinstance(outcome, str) else json.dumps(outcome, ensure_ascii=False)
-        return [Message(role="tool", content=_clip(f"[{name} result{flag}] {shown}"))]
-    return []

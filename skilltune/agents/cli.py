@@ -1,33 +1,37 @@
 """What every agent-CLI backend shares: isolation, the environment, the process, outcomes.
 
-A CLI backend says how to call its CLI (``command``), what to put in the private
-HOME (``prepare_home``), which variables and credential files of the user it
-needs, and how to read its event stream (``interpret``). This module does the
-rest the same way for all of them:
+A CLI backend says how to call its CLI (``command``), how to read its event stream
+(``interpret``), and *declares* its plumbing: the user's variables it needs and those it must
+never see, the user's credential files, its settings document and the option that overrides
+it. This module does the rest the same way for all of them:
 
 - a private HOME per rollout (the user's skills, settings and history never join
-  the candidate); only the CLI's credential files are *linked* in, so a logged-in
-  CLI keeps working and parallel rollouts never race on a rotated token;
+  the candidate); only the CLI's credential files (``credentials``, found where the
+  user's variables put them) are *linked* in, so a logged-in CLI keeps working and
+  parallel rollouts never race on a rotated token;
+- the CLI's settings (``settings_file``) written into that HOME, the user's option
+  (``settings_option``) deep-merged over skilltune's defaults;
 - a minimal environment: PATH, HOME, LANG, TMPDIR, proxy and CA variables, and the
-  CLI's own endpoint and credential variables (ANTHROPIC_*, OPENAI_*, ...);
+  CLI's own endpoint and credential variables (ANTHROPIC_*, OPENAI_*, ...) less those
+  that would bring the user's own configuration in (``dropped_env_*``);
 - stdin closed, its own process group, killed as a group at the wall limit or
   when its output stalls;
 - outcomes: an HTTP 429/529/503, auth, quota or network failure, or a crash before
   the first model turn is ``infra_error`` (retried, never scored), never a task
-  failure.
+  failure (``failure_status``, a typed ``Failure``).
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
 import tempfile
 from abc import abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, PositiveFloat
 
@@ -39,8 +43,10 @@ from skilltune.agents.base import (
     BackendCheck,
     version_number,
 )
+from skilltune.agents.home import UserFile, deep_merge, render_settings
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome, run_agent_process
+from skilltune.agents.transcript import parse_jsonl
 from skilltune.errors import UsageError
 from skilltune.store import is_secret_key
 
@@ -82,23 +88,23 @@ class CLIOptions(AgentOptions):
     executable: str | None = Field(default=None, description="path of the CLI (default: found on PATH)")
 
 
-TOOL_TEXT_CHARS = 2000  # how much of a tool's input or output a transcript keeps
+class Failure(NamedTuple):
+    """How a run that ended in an error counts, and why: ``infra_error`` (the endpoint's or the
+    machine's fault: retried, never scored) or ``task_failed`` (the agent's own failure: scored
+    as it stands)."""
+
+    status: Literal["infra_error", "task_failed"]
+    reason: str
 
 
-def clip(text: str, limit: int = TOOL_TEXT_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how much was left out."""
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+# HTTP statuses besides 5xx that say nothing about the task, whenever they come: auth, a request
+# timeout, a rate limit.
+INFRA_HTTP_STATUSES = frozenset({401, 403, 408, 429})
 
 
-def content_text(content: Any) -> str:
-    """The text of a message's content: a string, or the text blocks of a list of blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
+def infra_http_status(code: int) -> bool:
+    """Whether an API error of HTTP status ``code`` is the infrastructure's, never the task's."""
+    return code >= 500 or code in INFRA_HTTP_STATUSES
 
 
 def infra_reason(text: str) -> str | None:
@@ -109,35 +115,33 @@ def infra_reason(text: str) -> str | None:
     return None
 
 
-def parse_jsonl(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """JSON objects of an event stream, and the lines that were not JSON (banners, warnings)."""
-    events, other = [], []
-    for line in lines:
-        stripped = line.strip()
-        if not stripped:
-            continue
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError:
-            other.append(stripped)
-            continue
-        if isinstance(value, dict):
-            events.append(value)
-        else:
-            other.append(stripped)
-    return events, other
-
-
 class CLIBackend(AgentBackend):
-    """Base of the backends that drive a real agent CLI headless."""
+    """Base of the backends that drive a real agent CLI headless.
+
+    A subclass declares its plumbing in class attributes; the hooks (``env_selection``,
+    ``user_credentials``, ``default_settings``, ``cli_env``, ``prepare_home``) are for what
+    depends on the user's variables or the request's options.
+    """
 
     Options = CLIOptions
     executable: ClassVar[str]
     long_prompt_via_stdin: ClassVar[bool] = False  # see stdin_text
-    env_prefixes: ClassVar[tuple[str, ...]] = ()  # the user's variables for this CLI (endpoint, keys)
+    # The user's variables this CLI receives (its endpoint, keys, provider switches)...
+    env_prefixes: ClassVar[tuple[str, ...]] = ()
     env_names: ClassVar[tuple[str, ...]] = ()
-    credential_paths: ClassVar[tuple[str, ...]] = ()  # relative to the user's HOME; linked, never copied
+    # ...except these, which would bring the user's own configuration (config dirs, IDE, sandbox) in.
+    dropped_env_prefixes: ClassVar[tuple[str, ...]] = ()
+    dropped_env_names: ClassVar[tuple[str, ...]] = ()
+    # path in the private HOME -> where the user's file is: linked, never copied
+    credentials: ClassVar[Mapping[str, UserFile]] = {}
+    settings_file: ClassVar[str | None] = None  # relative to the private HOME; TOML if .toml, else JSON
+    settings_option: ClassVar[str | None] = None  # an option (a dict) deep-merged over default_settings
     tool_restriction: ClassVar[str | None] = None  # None: the CLI cannot restrict its tools
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.settings_option is not None and cls.settings_option not in cls.Options.model_fields:
+            raise TypeError(f"{cls.__name__}.settings_option {cls.settings_option!r} is not an option")
 
     def check(self) -> BackendCheck:
         found = super().check()
@@ -149,13 +153,12 @@ class CLIBackend(AgentBackend):
         """The CLI's version number and those of its variables that choose what answers (model,
         endpoint, region, provider switches): stable across sessions, so resume and a shared cache
         still hit, while pointing the CLI at another model or endpoint misses. Secrets, session
-        plumbing (D-Bus, IDE ports) and credential expiry times are left out."""
+        plumbing (D-Bus, IDE ports), credential expiry times and variables the CLI never receives
+        are left out."""
         env = {
             key: value
-            for key, value in sorted(os.environ.items())
-            if (key in self.env_names or any(key.startswith(p) for p in self.env_prefixes))
-            and _BEHAVIOUR_VAR.search(key)
-            and not is_secret_key(key)
+            for key, value in sorted(self.user_env(options).items())
+            if _BEHAVIOUR_VAR.search(key) and not is_secret_key(key)
         }
         return {"version": version_number(self.binary(options)), "env": env}
 
@@ -176,10 +179,25 @@ class CLIBackend(AgentBackend):
         return None
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        """Write the CLI's settings into the private HOME (permissions, telemetry off...)."""
+        """Fill the private HOME: the ``settings_file``; a backend that puts more there (a
+        system-prompt file) extends this."""
+        if self.settings_file is not None:
+            path = home / self.settings_file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.settings_text(home, request), encoding="utf-8")
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         """Variables this CLI needs besides the user's own (quiet modes, config dirs)."""
+        return {}
+
+    def env_selection(self, options: AgentOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(prefixes, names) of the user's variables the CLI receives with ``options``: the declared
+        ``env_prefixes`` and ``env_names``; a backend whose options bring more along (an auth type's
+        variables, a key variable named by an option) adds them."""
+        return self.env_prefixes, self.env_names
+
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        """skilltune's settings document for this rollout (updates and telemetry off, limits...)."""
         return {}
 
     @abstractmethod
@@ -189,11 +207,22 @@ class CLIBackend(AgentBackend):
         """Turn the event stream into an AgentResult (messages, final text, usage, status)."""
 
     # --- shared machinery ---------------------------------------------------------------------
+    def user_env(self, options: AgentOptions) -> dict[str, str]:
+        """The user's variables the CLI receives: those ``env_selection`` selects, less the dropped."""
+        prefixes, names = self.env_selection(options)
+        return {
+            key: value
+            for key, value in os.environ.items()
+            if (key in names or key.startswith(prefixes))
+            and key not in self.dropped_env_names
+            and not key.startswith(self.dropped_env_prefixes)
+        }
+
     def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
+        """The agent's whole environment: the base and network variables, the user's own for this
+        CLI (``user_env``), the private HOME and TMPDIR, then ``cli_env`` over all of them."""
         env = {k: os.environ[k] for k in (*BASE_ENV, *NETWORK_ENV) if k in os.environ}
-        for key, value in os.environ.items():
-            if key in self.env_names or any(key.startswith(p) for p in self.env_prefixes):
-                env[key] = value
+        env |= self.user_env(request.options)
         tmp = home / "tmp"
         tmp.mkdir(exist_ok=True)
         env |= {"HOME": str(home), "TMPDIR": str(tmp), "USERPROFILE": str(home)}
@@ -201,14 +230,38 @@ class CLIBackend(AgentBackend):
         env |= self.cli_env(home, request)
         return env
 
+    def user_credentials(self) -> dict[str, Path]:
+        """Path in the private HOME -> the user's credential file, found by the CLI's own rules
+        (``credentials``); a CLI whose rules a ``UserFile`` cannot say overrides this."""
+        return {target: source.path() for target, source in self.credentials.items()}
+
     def link_credentials(self, home: Path) -> None:
-        real_home = Path(os.environ.get("HOME") or Path.home())
-        for rel in self.credential_paths:
-            source = real_home / rel
+        """Link each of the user's credential files that exists into the private ``home``: a token
+        one rollout refreshes reaches the user's file and every parallel rollout."""
+        for target, source in self.user_credentials().items():
             if source.exists():
-                target = home / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.symlink_to(source)
+                link = home / target
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(source)
+
+    def settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        """The CLI's settings for ``request``: ``default_settings`` with the user's
+        ``settings_option`` deep-merged over it."""
+        document = self.default_settings(home, request)
+        if self.settings_option is not None:
+            document = deep_merge(document, getattr(request.options, self.settings_option))
+        return document
+
+    def settings_text(self, home: Path, request: AgentRequest) -> str:
+        """What ``prepare_home`` writes to ``settings_file``."""
+        return render_settings(self.settings_file or "", self.settings(home, request))
+
+    def skill_placed(self, request: AgentRequest) -> bool:
+        """Whether a skill folder is installed natively in the workspace (its loading tool must then
+        stay available, whatever ``tools`` restricts)."""
+        if not request.skill_name:
+            return False
+        return (request.workspace / self.native_skill_dir(request.skill_name)).is_dir()
 
     def run(self, request: AgentRequest) -> AgentResult:
         home = Path(tempfile.mkdtemp(prefix=f"skilltune-{self.name}-home-"))
@@ -297,11 +350,12 @@ class CLIBackend(AgentBackend):
         return {"tools": []} if self.tool_restriction is not None else {}
 
     @staticmethod
-    def failure_status(text: str, saw_model_turn: bool) -> tuple[str, str]:
-        """(status, reason) for a run that ended in an error: infra or the task's own failure."""
+    def failure_status(text: str, saw_model_turn: bool) -> Failure:
+        """How a run that ended in error ``text`` counts: infra (an infra-looking message, or no
+        model turn yet) or the task's own failure."""
         reason = infra_reason(text)
         if reason is not None:
-            return "infra_error", f"{reason}: {text.strip()[:300]}"
+            return Failure("infra_error", f"{reason}: {text.strip()[:300]}")
         if not saw_model_turn:
-            return "infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}"
-        return "task_failed", text.strip()[:300]
+            return Failure("infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}")
+        return Failure("task_failed", text.strip()[:300])

@@ -41,8 +41,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt, field_validator
 
@@ -51,13 +52,13 @@ from skilltune.agents.base import (
     AgentOptions,
     AgentRequest,
     AgentResult,
-    AgentStatus,
     BackendCheck,
     Message,
 )
-from skilltune.agents.cli import CLIBackend, CLIOptions
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import CLIBackend, CLIOptions, Failure
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import clip
 
 PROVIDER = "skilltune-endpoint"
 LAST_MESSAGE_FILE = "codex-last-message.txt"
@@ -114,23 +115,6 @@ class CodexOptions(CLIOptions):
         return value
 
 
-def toml_value(value: Any) -> str:
-    """A TOML literal for a str, bool, int or float (strings as basic strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = json.dumps(str(value), ensure_ascii=False)  # JSON string escapes are valid TOML escapes
-    return text.replace("\x7f", "\\u007f")
-
-
-def toml_document(top: dict[str, Any], tables: dict[str, dict[str, Any]]) -> str:
-    lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
-    for name, values in tables.items():
-        lines += ["", f"[{name}]", *(f"{key} = {toml_value(value)}" for key, value in values.items())]
-    return "\n".join(lines) + "\n"
-
-
 def user_endpoint(environ: dict[str, str] | None = None) -> tuple[str | None, str | None]:
     """(base URL, the variable holding its key) from the user's environment."""
     env = os.environ if environ is None else environ
@@ -152,7 +136,10 @@ class CodexAgent(CLIBackend):
         "CODEX_ACCESS_TOKEN",
         "CODEX_CA_CERTIFICATE",
     )
-    credential_paths: ClassVar[tuple[str, ...]] = (".codex/auth.json",)
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".codex/auth.json": UserFile("auth.json", "CODEX_HOME", ".codex")
+    }
+    settings_file: ClassVar[str | None] = ".codex/config.toml"
     tool_restriction: ClassVar[str | None] = None
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
 
@@ -181,42 +168,30 @@ class CodexAgent(CLIBackend):
     def codex_home(home: Path) -> Path:
         return home / ".codex"
 
-    def link_credentials(self, home: Path) -> None:
-        """Link the user's ``auth.json`` (from $CODEX_HOME, else ~/.codex) into the private CODEX_HOME."""
-        real = os.environ.get("CODEX_HOME")
-        if not real:
-            super().link_credentials(home)
-            return
-        source = Path(real) / "auth.json"
-        if source.exists():
-            target = self.codex_home(home) / "auth.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
-
-    def config(self, request: AgentRequest) -> str:
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
         """The private config.toml of one rollout."""
         options = request.options
         assert isinstance(options, CodexOptions)
-        top: dict[str, Any] = {
+        config: dict[str, Any] = {
             "check_for_update_on_startup": False,
             "cli_auth_credentials_store": "file",  # auth.json, the linked file, never a keyring
         }
         if options.effort:
-            top["model_reasoning_effort"] = options.effort
+            config["model_reasoning_effort"] = options.effort
         if options.placement == "system" and request.system_prompt:
-            top["developer_instructions"] = request.system_prompt
+            config["developer_instructions"] = request.system_prompt
         if options.web_search:
-            top["web_search"] = options.web_search
-        tables: dict[str, dict[str, Any]] = {
+            config["web_search"] = options.web_search
+        config |= {
             "analytics": {"enabled": False},
             "feedback": {"enabled": False},
             "history": {"persistence": "none"},
         }
         if not options.shell:
-            tables["features"] = {"shell_tool": False}
+            config["features"] = {"shell_tool": False}
         base, key_var = user_endpoint()
         if base:
-            top["model_provider"] = PROVIDER
+            config["model_provider"] = PROVIDER
             provider: dict[str, Any] = {"name": PROVIDER, "base_url": base, "wire_api": "responses"}
             if key_var:
                 provider["env_key"] = key_var
@@ -224,13 +199,11 @@ class CodexAgent(CLIBackend):
                 provider["requires_openai_auth"] = True
             provider["request_max_retries"] = options.retries
             provider["stream_max_retries"] = options.retries
-            tables[f"model_providers.{PROVIDER}"] = provider
-        return toml_document(top, tables)
+            config["model_providers"] = {PROVIDER: provider}
+        return config
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        codex_home = self.codex_home(home)
-        codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(self.config(request), encoding="utf-8")
+        super().prepare_home(home, request)
         (request.log_dir / LAST_MESSAGE_FILE).unlink(missing_ok=True)
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
@@ -327,18 +300,16 @@ class CodexAgent(CLIBackend):
                 if outcome.returncode
                 else "codex ended without completing its turn"
             )
-        status, reason = self.classify(text, saw_model_turn=actions > 0)
-        result.status, result.reason = status, reason
+        result.status, result.reason = self.classify(text, saw_model_turn=actions > 0)
         return result
 
     @classmethod
-    def classify(cls, text: str, saw_model_turn: bool) -> tuple[AgentStatus, str]:
-        """(status, reason) of a failed codex run: its own wording first, then the shared rules."""
+    def classify(cls, text: str, saw_model_turn: bool) -> Failure:
+        """How a failed codex run counts: by codex's own wording first, then by the shared rules."""
         for reason, pattern in _CODEX_INFRA:
             if pattern.search(text):
-                return "infra_error", f"{reason}: {text.strip()[:300]}"
-        status, why = cls.failure_status(text, saw_model_turn)
-        return cast(AgentStatus, status), why
+                return Failure("infra_error", f"{reason}: {text.strip()[:300]}")
+        return cls.failure_status(text, saw_model_turn)
 
 
 def _relative(path: str, workspace: Path) -> str:
@@ -362,7 +333,7 @@ def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
         head = f"[exit {item.get('exit_code')}]" if item.get("exit_code") is not None else f"[{status}]"
         return [
             Message(role="assistant", content=f"[tool shell] {item.get('command', '')}"),
-            Message(role="tool", content=_clip(f"{head}\n{output}".rstrip())),
+            Message(role="tool", content=clip(f"{head}\n{output}".rstrip())),
         ]
     if kind == "file_change":
         changes = item.get("changes") or []
@@ -380,8 +351,8 @@ def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
         args = json.dumps(item.get("arguments"), ensure_ascii=False)
         outcome = item.get("error") or item.get("result")
         return [
-            Message(role="assistant", content=f"[tool {call}] {_clip(args, 500)}"),
-            Message(role="tool", content=_clip(f"[{status}] {json.dumps(outcome, ensure_ascii=False)}")),
+            Message(role="assistant", content=f"[tool {call}] {clip(args, 500)}"),
+            Message(role="tool", content=clip(f"[{status}] {json.dumps(outcome, ensure_ascii=False)}")),
         ]
     if kind == "web_search":
         return [Message(role="assistant", content=f"[tool web_search] {item.get('query', '')}")]
@@ -393,4 +364,4 @@ def _item_messages(item: dict[str, Any], workspace: Path) -> list[Message]:
             if isinstance(s, dict)
         ]
         return [Message(role="assistant", content="[plan]\n" + "\n".join(lines))]
-    return [Message(role="assistant", content=_clip(f"[{kind}] {json.dumps(item, ensure_ascii=False)}", 500))]
+    return [Message(role="assistant", content=clip(f"[{kind}] {json.dumps(item, ensure_ascii=False)}", 500))]

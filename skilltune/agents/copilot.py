@@ -54,28 +54,21 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
+from skilltune.agents.home import UserFile, user_home
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import tool_call_message, tool_result_message
 
 USAGE_FILE = "copilot-usage.json"
 INSTRUCTIONS_FILE = "copilot-instructions.md"
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --available-tools then offers the model nothing
-# The user's variables that would bring their own configuration into the rollout.
-_ISOLATION_BREAKERS = (
-    "COPILOT_HOME",
-    "COPILOT_CACHE_HOME",
-    "COPILOT_SKILLS_DIRS",
-    "COPILOT_CUSTOM_INSTRUCTIONS_DIRS",
-    "COPILOT_EVENTS_LOG_DIRECTORY",
-)
-_INFRA_STATUS = {401, 403, 408, 429}
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
@@ -98,19 +91,12 @@ class CopilotOptions(CLIOptions):
         return value
 
 
-def user_copilot_home() -> Path:
-    configured = os.environ.get("COPILOT_HOME")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("HOME") or Path.home()) / ".copilot"
-
-
 def package_cache() -> Path:
     """Where copilot keeps its unpacked package for this user (shared by all rollouts)."""
     for var in ("COPILOT_PKG_CACHE_HOME", "COPILOT_CACHE_HOME"):
         if os.environ.get(var):
             return Path(os.environ[var])
-    home = Path(os.environ.get("HOME") or Path.home())
+    home = user_home()
     if sys.platform == "darwin":
         return home / "Library" / "Caches" / "copilot"
     return Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "copilot"
@@ -138,7 +124,18 @@ class CopilotAgent(CLIBackend):
         "GH_HOST",
         "DBUS_SESSION_BUS_ADDRESS",
     )
-    credential_paths: ClassVar[tuple[str, ...]] = (".copilot/config.json",)
+    # the user's variables that would bring their own configuration into the rollout
+    dropped_env_names: ClassVar[tuple[str, ...]] = (
+        "COPILOT_HOME",
+        "COPILOT_CACHE_HOME",
+        "COPILOT_SKILLS_DIRS",
+        "COPILOT_CUSTOM_INSTRUCTIONS_DIRS",
+        "COPILOT_EVENTS_LOG_DIRECTORY",
+    )
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".copilot/config.json": UserFile("config.json", "COPILOT_HOME", ".copilot")
+    }
+    settings_file: ClassVar[str | None] = ".copilot/settings.json"
     tool_restriction: ClassVar[str | None] = (
         "--available-tools (copilot names, e.g. tools=view,create,edit; skill is kept for a native skill)"
     )
@@ -168,21 +165,13 @@ class CopilotAgent(CLIBackend):
     def copilot_home(home: Path) -> Path:
         return home / ".copilot"
 
-    def link_credentials(self, home: Path) -> None:
-        """Link the user's copilot login state (config.json) into the private COPILOT_HOME."""
-        source = user_copilot_home() / "config.json"
-        if source.exists():
-            target = self.copilot_home(home) / "config.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        return {"autoUpdate": False, "banner": "never", "showTipsOnStartup": False}
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        config = self.copilot_home(home)
-        config.mkdir(parents=True, exist_ok=True)
-        settings = {"autoUpdate": False, "banner": "never", "showTipsOnStartup": False}
-        (config / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        super().prepare_home(home, request)
         if request.options.placement == "system" and request.system_prompt:
-            (config / INSTRUCTIONS_FILE).write_text(request.system_prompt, encoding="utf-8")
+            (self.copilot_home(home) / INSTRUCTIONS_FILE).write_text(request.system_prompt, encoding="utf-8")
         (request.log_dir / USAGE_FILE).unlink(missing_ok=True)
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
@@ -196,20 +185,7 @@ class CopilotAgent(CLIBackend):
             env["COPILOT_OFFLINE"] = "true"
         return env
 
-    def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
-        env = super().environment(home, request)
-        for key in _ISOLATION_BREAKERS:
-            env.pop(key, None)
-        return env | self.cli_env(home, request)
-
     # --- the command --------------------------------------------------------------------------
-    def skill_placed(self, request: AgentRequest) -> bool:
-        """A skill folder is installed natively in the workspace (its tool must stay available)."""
-        return (
-            bool(request.skill_name)
-            and (request.workspace / self.native_skill_dir(str(request.skill_name))).is_dir()
-        )
-
     def tools_for(self, request: AgentRequest) -> list[str] | None:
         """The ``--available-tools`` list, or None for copilot's default set."""
         tools = request.options.tools
@@ -275,13 +251,7 @@ class CopilotAgent(CLIBackend):
                     if not isinstance(call, dict):
                         continue
                     tool_names[str(call.get("toolCallId"))] = str(call.get("name"))
-                    arguments = call.get("arguments", {})
-                    shown = (
-                        arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-                    )
-                    messages.append(
-                        Message(role="assistant", content=_clip(f"[tool call] {call.get('name')} {shown}"))
-                    )
+                    messages.append(tool_call_message(call.get("name"), call.get("arguments", {})))
             elif kind == "tool.execution_complete":
                 name = tool_names.get(str(data.get("toolCallId")), "tool")
                 outcome_data = data.get("result") or data.get("error") or {}
@@ -290,8 +260,7 @@ class CopilotAgent(CLIBackend):
                     if isinstance(outcome_data, dict)
                     else str(outcome_data)
                 )
-                flag = "" if data.get("success", True) else " (error)"
-                messages.append(Message(role="tool", content=_clip(f"[{name} result{flag}] {text}")))
+                messages.append(tool_result_message(name, text, error=not data.get("success", True)))
             elif kind == "session.error":
                 errors.append(str(data.get("message") or data.get("errorType") or "error"))
                 if isinstance(data.get("statusCode"), int):
@@ -326,11 +295,10 @@ class CopilotAgent(CLIBackend):
                 if result is not None
                 else f"copilot exited with code {outcome.returncode} without a result event"
             )
-        if any(s >= 500 or s in _INFRA_STATUS for s in statuses):
+        if any(infra_http_status(s) for s in statuses):
             found.status, found.reason = "infra_error", f"API error {statuses[-1]}: {text.strip()[:300]}"
             return found
-        status, reason = self.failure_status(text, saw_model_turn=turns > 0)
-        found.status, found.reason = status, reason  # type: ignore[assignment]
+        found.status, found.reason = self.failure_status(text, saw_model_turn=turns > 0)
         return found
 
     @staticmethod

@@ -5,8 +5,9 @@ PROMPT`` in the workspace (``--force`` runs commands without asking, ``--trust``
 workspace without the interactive dialog). cursor-agent is not on npm; it is installed
 from Cursor (see ``install_hint``). Its stream-json output is claude-like (``system/init``,
 ``user``, ``assistant``, ``tool_call`` started/completed, a final ``result`` with the full
-text): it is read by the same parser as claude's. It reports no cost; when a ``result``
-carries token usage the cost is estimated from the price table and marked estimated.
+text): claude's parser reads it, with cursor's own ``tool_call`` events read here. It reports
+no cost; when a ``result`` carries token usage the cost is estimated from the price table and
+marked estimated.
 
 Isolation: a private HOME; the user's ``CURSOR_API_KEY`` / ``CURSOR_AUTH_TOKEN`` pass
 through. A browser login is kept in ``~/.config/cursor/auth.json`` (older versions) or
@@ -31,16 +32,20 @@ than as an ``Argument list too long`` infra error retried in vain.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from skilltune.agents.base import AgentRequest, AgentResult
+from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 
 
@@ -77,34 +82,25 @@ class CursorAgent(CLIBackend):
     )
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md",)
     env_names: ClassVar[tuple[str, ...]] = ("CURSOR_API_KEY", "CURSOR_AUTH_TOKEN")
-    credential_paths: ClassVar[tuple[str, ...]] = (".config/cursor/auth.json", ".cursor/cli-config.json")
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".config/cursor/auth.json": UserFile("cursor/auth.json", "XDG_CONFIG_HOME", ".config"),
+        ".cursor/cli-config.json": UserFile("cli-config.json", "CURSOR_CONFIG_DIR", ".cursor"),
+    }
     tool_restriction: ClassVar[str | None] = None
 
     def native_skill_dir(self, skill_name: str) -> str:
         return f".cursor/skills/{skill_name}"
 
-    @staticmethod
-    def user_credentials() -> dict[str, Path]:
-        """Private-HOME path -> the user's file, wherever the user's variables put it."""
-        home = Path(os.environ.get("HOME") or Path.home())
+    def user_credentials(self) -> dict[str, Path]:
+        """As declared, except that without ``CURSOR_CONFIG_DIR`` a cli-config.json under
+        ``$XDG_CONFIG_HOME/cursor`` is used where it exists (else ``~/.cursor``'s)."""
+        found = super().user_credentials()
         xdg = os.environ.get("XDG_CONFIG_HOME")
-        config_dir = os.environ.get("CURSOR_CONFIG_DIR")
-        cli_config = (
-            Path(config_dir) / "cli-config.json"
-            if config_dir
-            else Path(xdg) / "cursor" / "cli-config.json"
-            if xdg and (Path(xdg) / "cursor" / "cli-config.json").exists()
-            else home / ".cursor" / "cli-config.json"
-        )
-        auth = (Path(xdg) if xdg else home / ".config") / "cursor" / "auth.json"
-        return {".config/cursor/auth.json": auth, ".cursor/cli-config.json": cli_config}
-
-    def link_credentials(self, home: Path) -> None:
-        for rel, source in self.user_credentials().items():
-            if source.exists():
-                target = home / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.symlink_to(source)
+        if xdg and not os.environ.get("CURSOR_CONFIG_DIR"):
+            in_xdg = Path(xdg).expanduser() / "cursor" / "cli-config.json"
+            if in_xdg.exists():
+                found[".cursor/cli-config.json"] = in_xdg
+        return found
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         return {"CURSOR_CONFIG_DIR": str(home / ".cursor"), "NO_OPEN_BROWSER": "1"}
@@ -134,7 +130,7 @@ class CursorAgent(CLIBackend):
     def interpret(
         self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
     ) -> AgentResult:
-        found = interpret_stream(events, outcome)
+        found = interpret_stream(events, outcome, {"tool_call": tool_call_messages})
         result = next((e for e in reversed(events) if e.get("type") == "result"), None)
         usage = result.get("usage") if result else None
         if found.tokens_in is None and isinstance(usage, dict) and "inputTokens" in usage:
@@ -144,3 +140,20 @@ class CursorAgent(CLIBackend):
             )
             found.tokens_in, found.tokens_out = tokens_in, int(usage.get("outputTokens") or 0)
         return found
+
+
+def tool_call_messages(event: dict[str, Any]) -> list[Message]:
+    """cursor-agent's ``tool_call`` events: ``started`` is the call, ``completed`` its result."""
+    call = event.get("tool_call") or {}
+    if not isinstance(call, dict) or not call:
+        return []
+    key, body = next(iter(call.items()))
+    body = body if isinstance(body, dict) else {}
+    name = str(body.get("name") or key.removesuffix("ToolCall"))
+    if event.get("subtype") == "started":
+        return [tool_call_message(name, body.get("args", body.get("arguments", {})))]
+    if event.get("subtype") == "completed":
+        outcome = body.get("result", {})
+        shown = outcome if isinstance(outcome, str) else json.dumps(outcome, ensure_ascii=False)
+        return [tool_result_message(name, shown, error=isinstance(outcome, dict) and "error" in outcome)]
+    return []

@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -60,9 +61,10 @@ from pydantic import Field, field_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.home import UserFile
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import clip
 
 DEFAULT_MODEL = "gemini-2.5-pro"
 EFFORTS = ("low", "medium", "high")
@@ -77,9 +79,9 @@ _EXIT_INPUT = 42
 _EXIT_TURN_LIMIT = 53
 _TRANSIENT = re.compile(r"transient API issue", re.I)
 _STDERR_NOISE = ("at ", "YOLO mode", "Warning: 256-color", "[STARTUP]")
-# the user's variables that would bring their own gemini configuration into a rollout
-_DROPPED_ENV_PREFIXES = ("GEMINI_CLI_IDE_",)
-_DROPPED_ENV = ("GEMINI_WRITE_SYSTEM_MD", "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "GEMINI_CLI_TRUST_WORKSPACE")
+# the user's gemini folder: $GEMINI_CLI_HOME/.gemini, else ~/.gemini
+_USER_GEMINI = UserFile(".gemini", "GEMINI_CLI_HOME")
+_LOGIN_FILES = ("oauth_creds.json", "google_accounts.json", "gemini-credentials.json", ".env")
 
 
 class GeminiOptions(CLIOptions):
@@ -123,16 +125,6 @@ class GeminiOptions(CLIOptions):
         return value
 
 
-def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def thinking_config(model: str, effort: str) -> dict[str, Any]:
     """generateContentConfig.thinkingConfig of ``effort`` for ``model`` (budget for 2.x, level after)."""
     name = model.lower().split("/")[-1]
@@ -149,13 +141,22 @@ class GeminiAgent(CLIBackend):
     install_hint = "npm install -g @google/gemini-cli (or `make agent-clis` in a checkout)"
     env_prefixes: ClassVar[tuple[str, ...]] = ("GEMINI_", "GOOGLE_")
     env_names: ClassVar[tuple[str, ...]] = ("CLOUD_SHELL", "CLOUDSDK_CONFIG")
-    credential_paths: ClassVar[tuple[str, ...]] = (
-        ".gemini/oauth_creds.json",
-        ".gemini/google_accounts.json",
-        ".gemini/gemini-credentials.json",
-        ".gemini/.env",
-        ".config/gcloud/application_default_credentials.json",  # Vertex AI / ADC logins
+    # the user's variables that would bring their own gemini configuration into a rollout
+    dropped_env_prefixes: ClassVar[tuple[str, ...]] = ("GEMINI_CLI_IDE_",)
+    dropped_env_names: ClassVar[tuple[str, ...]] = (
+        "GEMINI_WRITE_SYSTEM_MD",
+        "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+        "GEMINI_CLI_TRUST_WORKSPACE",
     )
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        **{f".gemini/{name}": UserFile(f".gemini/{name}", "GEMINI_CLI_HOME") for name in _LOGIN_FILES},
+        # Vertex AI / ADC logins
+        ".config/gcloud/application_default_credentials.json": UserFile(
+            ".config/gcloud/application_default_credentials.json"
+        ),
+    }
+    settings_file: ClassVar[str | None] = ".gemini/settings.json"
+    settings_option: ClassVar[str | None] = "settings"
     tool_restriction: ClassVar[str | None] = (
         "tools.core allowlist of gemini tool names (read_file, write_file, replace, run_shell_command, "
         "list_directory, glob, grep_search, ...); activate_skill is kept when a skill folder is placed"
@@ -176,21 +177,6 @@ class GeminiAgent(CLIBackend):
         return found
 
     # --- the private HOME -----------------------------------------------------------------------
-    @staticmethod
-    def user_home() -> Path:
-        """Where the user's gemini keeps ``.gemini/`` (``$GEMINI_CLI_HOME`` wins over ``$HOME``)."""
-        return Path(os.environ.get("GEMINI_CLI_HOME") or os.environ.get("HOME") or Path.home())
-
-    def link_credentials(self, home: Path) -> None:
-        """Link the credential files: gemini's from its home, gcloud's ADC file from $HOME."""
-        real_home = Path(os.environ.get("HOME") or Path.home())
-        for rel in self.credential_paths:
-            source = (self.user_home() if rel.startswith(".gemini/") else real_home) / rel
-            if source.exists():
-                target = home / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.symlink_to(source)
-
     def auth_type(self, options: GeminiOptions) -> str:
         """The auth type to select: the option, the user's variables, the user's login, else an API key."""
         if options.auth_type:
@@ -202,7 +188,7 @@ class GeminiAgent(CLIBackend):
             return "vertex-ai"
         if env.get("GEMINI_API_KEY"):
             return "gemini-api-key"
-        user_gemini = self.user_home() / ".gemini"
+        user_gemini = _USER_GEMINI.path()
         try:  # only this one key of the user's settings is read
             data = json.loads((user_gemini / "settings.json").read_text(encoding="utf-8"))
             selected = ((data.get("security") or {}).get("auth") or {}).get("selectedType")
@@ -214,8 +200,8 @@ class GeminiAgent(CLIBackend):
             return "oauth-personal"
         return "gemini-api-key"
 
-    def settings(self, request: AgentRequest) -> dict[str, Any]:
-        """The private settings.json of one rollout."""
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        """The private settings.json of one rollout (the ``settings`` option is merged over it)."""
         options = request.options
         assert isinstance(options, GeminiOptions)
         settings: dict[str, Any] = {
@@ -238,9 +224,8 @@ class GeminiAgent(CLIBackend):
             tools = list(options.tools)
             if (
                 tools
-                and request.skill_name
                 and options.placement == "native"
-                and (request.workspace / self.native_skill_dir(request.skill_name)).is_dir()
+                and self.skill_placed(request)
                 and "activate_skill" not in tools
             ):
                 tools.append("activate_skill")  # the skill's own loading tool is not a difficulty lever
@@ -259,23 +244,12 @@ class GeminiAgent(CLIBackend):
                     }
                 ]
             }
-        return deep_merge(settings, options.settings)
+        return settings
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        gemini_dir = home / ".gemini"
-        gemini_dir.mkdir(parents=True, exist_ok=True)
-        (gemini_dir / "settings.json").write_text(
-            json.dumps(self.settings(request), indent=2) + "\n", encoding="utf-8"
-        )
+        super().prepare_home(home, request)
         if request.options.placement == "system" and request.system_prompt:
-            (gemini_dir / "GEMINI.md").write_text(request.system_prompt, encoding="utf-8")
-
-    def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
-        env = super().environment(home, request)
-        for key in list(env):
-            if key in _DROPPED_ENV or key.startswith(_DROPPED_ENV_PREFIXES):
-                del env[key]
-        return env
+            (home / ".gemini" / "GEMINI.md").write_text(request.system_prompt, encoding="utf-8")
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         return {
@@ -350,7 +324,7 @@ class GeminiAgent(CLIBackend):
                 name = str(event.get("tool_name") or "?")
                 tool_names[str(event.get("tool_id"))] = name
                 args = json.dumps(event.get("parameters"), ensure_ascii=False)
-                messages.append(Message(role="assistant", content=f"[tool {name}] {_clip(args, 1000)}"))
+                messages.append(Message(role="assistant", content=f"[tool {name}] {clip(args, 1000)}"))
             elif kind == "tool_result":
                 flush()
                 in_turn = False
@@ -413,8 +387,7 @@ class GeminiAgent(CLIBackend):
         if _TRANSIENT.search(failure):  # gemini's own word for an empty answer from the API
             result.status, result.reason = "infra_error", f"transient API error: {failure[:300]}"
             return result
-        found, reason = self.failure_status(failure, saw_model_turn=turns > 0)
-        result.status, result.reason = found, reason  # type: ignore[assignment]
+        result.status, result.reason = self.failure_status(failure, saw_model_turn=turns > 0)
         return result
 
 
@@ -427,7 +400,7 @@ def _tool_result(event: dict[str, Any], names: dict[str, str]) -> str:
         body = str(error["message"])
     elif isinstance(event.get("output"), str):
         body = event["output"]
-    return _clip(f"{head} {body}".rstrip())
+    return clip(f"{head} {body}".rstrip())
 
 
 def _int(value: Any) -> int:

@@ -60,19 +60,22 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions
-from skilltune.agents.cli import clip as _clip
+from skilltune.agents.base import AgentOptions, AgentRequest, AgentResult, BackendCheck, Message
+from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 
 PROVIDER = "skilltune"
 TITLE = "skilltune"
+SYSTEM_PROMPT_FILE = "skilltune-system-prompt.md"  # in the private HOME: an instructions file
 BUILTIN_SKILLS = ("customize-opencode",)
 # opencode tool name -> the permission that governs it.
 TOOL_PERMISSIONS: dict[str, str] = {
@@ -95,8 +98,8 @@ TOOL_PERMISSIONS: dict[str, str] = {
     "lsp": "lsp",
     "question": "question",
 }
-# HTTP statuses that say nothing about the task, whenever they come.
-_INFRA_STATUSES = {401, 402, 403, 408, 409, 429}
+# HTTP statuses that say nothing about the task here, besides the shared ones (infra_http_status)
+_MORE_INFRA_STATUSES = {402, 409}
 _CONNECT = re.compile(r"cannot connect to api|unable to connect", re.I)
 
 
@@ -140,17 +143,6 @@ class OpencodeOptions(CLIOptions):
         return names
 
 
-def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """``extra`` deep-merged over ``base`` (dicts merge, anything else replaces)."""
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 class OpencodeAgent(CLIBackend):
     name = "opencode"
     Options = OpencodeOptions
@@ -174,7 +166,10 @@ class OpencodeAgent(CLIBackend):
         "OPENCODE_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "MISTRAL_API_KEY", "XAI_API_KEY",
         "TOGETHER_API_KEY", "FIREWORKS_API_KEY", "CEREBRAS_API_KEY", "HF_TOKEN",
     )  # fmt: skip
-    credential_paths: ClassVar[tuple[str, ...]] = (".local/share/opencode/auth.json",)
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".local/share/opencode/auth.json": UserFile("opencode/auth.json", "XDG_DATA_HOME", ".local/share")
+    }
+    settings_option: ClassVar[str | None] = "config"  # the settings go in OPENCODE_CONFIG_CONTENT, no file
     tool_restriction: ClassVar[str | None] = (
         "permission rules (opencode tool names, e.g. tools=read,edit; write/edit/patch share one permission)"
     )
@@ -193,26 +188,16 @@ class OpencodeAgent(CLIBackend):
         return found
 
     # --- isolation ----------------------------------------------------------------------------
-    @staticmethod
-    def user_auth_file() -> Path:
-        data = os.environ.get("XDG_DATA_HOME")
-        base = Path(data) if data else Path(os.environ.get("HOME") or Path.home()) / ".local" / "share"
-        return base / "opencode" / "auth.json"
-
-    def link_credentials(self, home: Path) -> None:
-        source = self.user_auth_file()
-        if source.exists():
-            target = home / ".local" / "share" / "opencode" / "auth.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
-
-    def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
-        env = super().environment(home, request)
-        options = request.options
+    def env_selection(self, options: AgentOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The declared variables, and the endpoint's key variable (option ``api_key_env``)."""
+        prefixes, names = super().env_selection(options)
         assert isinstance(options, OpencodeOptions)
-        if options.api_key_env in os.environ:
-            env[options.api_key_env] = os.environ[options.api_key_env]
-        return env
+        return prefixes, (*names, options.api_key_env)
+
+    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+        super().prepare_home(home, request)
+        if request.system_prompt:
+            (home / SYSTEM_PROMPT_FILE).write_text(request.system_prompt, encoding="utf-8")
 
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         return {
@@ -220,7 +205,7 @@ class OpencodeAgent(CLIBackend):
             "XDG_DATA_HOME": str(home / ".local" / "share"),
             "XDG_CACHE_HOME": str(home / ".cache"),
             "XDG_STATE_HOME": str(home / ".local" / "state"),
-            "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(home, request)),
+            "OPENCODE_CONFIG_CONTENT": json.dumps(self.settings(home, request)),
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_SHARE": "1",
@@ -281,7 +266,8 @@ class OpencodeAgent(CLIBackend):
             rules[permission] = skill if permission == "skill" else "allow"
         return rules
 
-    def config(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+        """opencode's configuration for one rollout (the ``config`` option is merged over it)."""
         options = request.options
         assert isinstance(options, OpencodeOptions)
         config: dict[str, Any] = {
@@ -317,11 +303,9 @@ class OpencodeAgent(CLIBackend):
             config["small_model"] = ref
         if options.max_turns:
             config["agent"] = {"build": {"steps": options.max_turns + 1}}
-        if request.system_prompt:
-            instructions = home / "skilltune-system-prompt.md"
-            instructions.write_text(request.system_prompt, encoding="utf-8")
-            config["instructions"] = [str(instructions)]
-        return merge(config, options.config)
+        if request.system_prompt:  # written by prepare_home
+            config["instructions"] = [str(home / SYSTEM_PROMPT_FILE)]
+        return config
 
     # --- the command --------------------------------------------------------------------------
     def command(self, request: AgentRequest, home: Path) -> list[str]:
@@ -399,13 +383,11 @@ def interpret_stream(
         elif kind == "tool_use":
             state = _dict(part.get("state"))
             name = str(part.get("tool") or "tool")
-            arguments = json.dumps(state.get("input", {}), ensure_ascii=False)
-            messages.append(Message(role="assistant", content=_clip(f"[tool call] {name} {arguments}")))
+            messages.append(tool_call_message(name, state.get("input", {})))
             if state.get("status") == "error":
-                result = f"[{name} result (error)] {state.get('error', '')}"
+                messages.append(tool_result_message(name, str(state.get("error", "")), error=True))
             else:
-                result = f"[{name} result] {state.get('output', '')}"
-            messages.append(Message(role="tool", content=_clip(result)))
+                messages.append(tool_result_message(name, str(state.get("output", ""))))
         elif kind == "step_start":  # the model began to answer (a turn, though it may never finish)
             started += 1
         elif kind == "step_finish":
@@ -440,18 +422,18 @@ def interpret_stream(
     if errors:
         text = "\n".join(e[0] for e in errors)
         if any(
-            (code is not None and (code >= 500 or code in _INFRA_STATUSES)) or retry or _CONNECT.search(what)
+            (code is not None and (infra_http_status(code) or code in _MORE_INFRA_STATUSES))
+            or retry
+            or _CONNECT.search(what)
             for what, code, retry in errors
         ):  # what opencode's own retries could not get past: the endpoint's failure, not the task's
             found.status, found.reason = "infra_error", f"API error after opencode's retries: {text[:300]}"
         else:
-            status, reason = CLIBackend.failure_status(text, saw_turn)
-            found.status, found.reason = status, reason  # type: ignore[assignment]
+            found.status, found.reason = CLIBackend.failure_status(text, saw_turn)
         return found
     if outcome.returncode not in (0, None):
         what = outcome.stderr_tail.strip() or f"opencode exited with code {outcome.returncode}"
-        status, reason = CLIBackend.failure_status(what, saw_turn)
-        found.status, found.reason = status, reason  # type: ignore[assignment]
+        found.status, found.reason = CLIBackend.failure_status(what, saw_turn)
         return found
     if not saw_turn:
         found.status, found.reason = "infra_error", "opencode ended without a model turn"

@@ -123,7 +123,7 @@ def run_agent_process(
         raise RolloutInterrupted
     t0 = time.monotonic()
     token = uuid.uuid4().hex
-    stderr_file = stderr_path.open("wb") if stderr_path else subprocess.DEVNULL
+    stderr_file = stderr_path.open("wb") if stderr_path else None
     try:
         proc = subprocess.Popen(
             argv,
@@ -131,12 +131,12 @@ def run_agent_process(
             env={**env, RUN_MARKER: token},
             stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=stderr_file,
+            stderr=stderr_file if stderr_file is not None else subprocess.DEVNULL,
             start_new_session=True,
         )
     except OSError as exc:
-        if stderr_path:
-            stderr_file.close()  # type: ignore[union-attr]
+        if stderr_file is not None:
+            stderr_file.close()
         return ProcessOutcome(
             None, [], str(exc), 0.0, started=False, error=f"{type(exc).__name__}: {exc}", errno=exc.errno
         )
@@ -201,8 +201,8 @@ def run_agent_process(
         reader.join(timeout=GRACE_S)
         if mirror is not None:
             mirror.close()
-        if stderr_path:
-            stderr_file.close()  # type: ignore[union-attr]
+        if stderr_file is not None:
+            stderr_file.close()
     if _INTERRUPTED.is_set():  # killed by interrupt_agents: not the agent's outcome
         raise RolloutInterrupted
     tail = ""

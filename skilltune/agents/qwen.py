@@ -66,19 +66,19 @@ it is estimated from the price table.
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt
 
-from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions, too_long_for_argv
-from skilltune.agents.cli import clip as _clip
-from skilltune.agents.cli import content_text as _text
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, BackendCheck, Message
+from skilltune.agents.cli import CLIBackend, CLIOptions, Failure, infra_http_status, too_long_for_argv
+from skilltune.agents.home import UserFile
 from skilltune.agents.process import ProcessOutcome
+from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --core-tools then enables no built-in tool
@@ -96,21 +96,6 @@ SYSTEM_RULE = "rules/skilltune-system.md"  # in QWEN_HOME: a system prompt too l
 _MAX_TURNS_EXIT = 53
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*)", re.S)
 _STATUS = re.compile(r"\b([1-5]\d\d)\b")
-_INFRA_STATUS = {401, 403, 408, 429}
-_ISOLATION_BREAKERS = (
-    "QWEN_HOME",
-    "QWEN_RUNTIME_DIR",
-    "QWEN_CODE_TRUSTED_FOLDERS_PATH",
-    "QWEN_CODE_MEMORY_BASE_DIR",
-    "QWEN_CODE_MEMORY_LOCAL",
-    "QWEN_CODE_IDE_WORKSPACE_PATH",
-    "QWEN_CODE_IDE_SERVER_PORT",
-    "QWEN_CODE_IDE_SERVER_STDIO_COMMAND",
-    "QWEN_CODE_IDE_SERVER_STDIO_ARGS",
-    "QWEN_SANDBOX",
-    "QWEN_SANDBOX_IMAGE",
-    "QWEN_SANDBOX_PROXY_COMMAND",
-)
 _AUTH_PREFIXES: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_",),
     "gemini": ("GEMINI_", "GOOGLE_"),
@@ -134,13 +119,6 @@ class QwenOptions(CLIOptions):
     )
 
 
-def user_qwen_home() -> Path:
-    configured = os.environ.get("QWEN_HOME")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(os.environ.get("HOME") or Path.home()) / ".qwen"
-
-
 class QwenAgent(CLIBackend):
     name = "qwen"
     Options = QwenOptions
@@ -152,7 +130,26 @@ class QwenAgent(CLIBackend):
     )
     native_files: ClassVar[tuple[str, ...]] = ("QWEN.md", "AGENTS.md")
     env_prefixes: ClassVar[tuple[str, ...]] = ("OPENAI_", "QWEN_", "DASHSCOPE_")
-    credential_paths: ClassVar[tuple[str, ...]] = (".qwen/oauth_creds.json", ".qwen/.env")
+    # the user's variables that would bring their own configuration (or sandbox, IDE) into a rollout
+    dropped_env_names: ClassVar[tuple[str, ...]] = (
+        "QWEN_HOME",
+        "QWEN_RUNTIME_DIR",
+        "QWEN_CODE_TRUSTED_FOLDERS_PATH",
+        "QWEN_CODE_MEMORY_BASE_DIR",
+        "QWEN_CODE_MEMORY_LOCAL",
+        "QWEN_CODE_IDE_WORKSPACE_PATH",
+        "QWEN_CODE_IDE_SERVER_PORT",
+        "QWEN_CODE_IDE_SERVER_STDIO_COMMAND",
+        "QWEN_CODE_IDE_SERVER_STDIO_ARGS",
+        "QWEN_SANDBOX",
+        "QWEN_SANDBOX_IMAGE",
+        "QWEN_SANDBOX_PROXY_COMMAND",
+    )
+    credentials: ClassVar[Mapping[str, UserFile]] = {
+        ".qwen/oauth_creds.json": UserFile("oauth_creds.json", "QWEN_HOME", ".qwen"),  # a qwen OAuth login
+        ".qwen/.env": UserFile(".env", "QWEN_HOME", ".qwen"),  # where qwen's docs keep the API key
+    }
+    settings_file: ClassVar[str | None] = ".qwen/settings.json"  # in the private QWEN_HOME
     tool_restriction: ClassVar[str | None] = (
         "--core-tools (qwen names, e.g. tools=read_file,edit; skill is kept for a native skill)"
     )
@@ -181,17 +178,13 @@ class QwenAgent(CLIBackend):
     def qwen_home(home: Path) -> Path:
         return home / ".qwen"
 
-    def link_credentials(self, home: Path) -> None:
-        """Link qwen's login (oauth_creds.json) and .env from the user's QWEN_HOME or ~/.qwen."""
-        real = user_qwen_home()
-        for name in (Path(rel).name for rel in self.credential_paths):
-            source = real / name
-            if source.exists():
-                target = self.qwen_home(home) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.symlink_to(source)
+    def env_selection(self, options: AgentOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The declared variables, and those of the endpoint ``auth_type`` picks (ANTHROPIC_*...)."""
+        prefixes, names = super().env_selection(options)
+        assert isinstance(options, QwenOptions)
+        return (*prefixes, *_AUTH_PREFIXES.get(options.auth_type, ())), names
 
-    def settings(self, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
         options = request.options
         assert isinstance(options, QwenOptions)
         generation: dict[str, Any] = {"maxRetries": options.retries}
@@ -210,9 +203,7 @@ class QwenAgent(CLIBackend):
         }
 
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
-        config = self.qwen_home(home)
-        config.mkdir(parents=True, exist_ok=True)
-        (config / "settings.json").write_text(json.dumps(self.settings(request), indent=2), encoding="utf-8")
+        super().prepare_home(home, request)
         system = self.system_rule(request)
         if system is not None:
             if "<!--" in system:
@@ -222,7 +213,7 @@ class QwenAgent(CLIBackend):
                     "rule file, from which qwen strips HTML comments (<!-- ... -->); remove them from the "
                     "skill, or use placement=native or prepend"
                 )
-            rule = config / SYSTEM_RULE
+            rule = self.qwen_home(home) / SYSTEM_RULE
             rule.parent.mkdir(parents=True, exist_ok=True)
             # the blank line keeps a front matter of the skill from being read as the rule's own
             rule.write_text("\n" + system, encoding="utf-8")
@@ -243,24 +234,7 @@ class QwenAgent(CLIBackend):
             "NO_COLOR": "1",
         }
 
-    def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
-        env = super().environment(home, request)
-        for key in _ISOLATION_BREAKERS:
-            env.pop(key, None)
-        options = request.options
-        assert isinstance(options, QwenOptions)
-        prefixes = _AUTH_PREFIXES.get(options.auth_type, ())
-        env |= {k: v for k, v in os.environ.items() if prefixes and k.startswith(prefixes)}
-        return env | self.cli_env(home, request)
-
     # --- the command --------------------------------------------------------------------------
-    def skill_placed(self, request: AgentRequest) -> bool:
-        """A skill folder is installed natively in the workspace (its tool must stay available)."""
-        return (
-            bool(request.skill_name)
-            and (request.workspace / self.native_skill_dir(str(request.skill_name))).is_dir()
-        )
-
     def tools_for(self, request: AgentRequest) -> tuple[list[str], list[str]] | None:
         """(``--core-tools``, ``--exclude-tools``) of a restricted rollout, or None for qwen's default set."""
         tools = request.options.tools
@@ -339,25 +313,14 @@ class QwenAgent(CLIBackend):
                         messages.append(Message(role="assistant", content=final))
                     elif block.get("type") == "tool_use":
                         tool_names[str(block.get("id"))] = str(block.get("name"))
-                        arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-                        messages.append(
-                            Message(
-                                role="assistant",
-                                content=_clip(f"[tool call] {block.get('name')} {arguments}"),
-                            )
-                        )
+                        messages.append(tool_call_message(block.get("name"), block.get("input", {})))
             elif kind == "user":
                 content = (event.get("message") or {}).get("content")
                 for block in content if isinstance(content, list) else []:
                     if isinstance(block, dict) and block.get("type") == "tool_result":
                         name = tool_names.get(str(block.get("tool_use_id")), "tool")
-                        flag = " (error)" if block.get("is_error") else ""
-                        messages.append(
-                            Message(
-                                role="tool",
-                                content=_clip(f"[{name} result{flag}] {_text(block.get('content'))}"),
-                            )
-                        )
+                        text = content_text(block.get("content"))
+                        messages.append(tool_result_message(name, text, error=bool(block.get("is_error"))))
             elif kind == "result":
                 result = event
         found = AgentResult(
@@ -398,9 +361,9 @@ class QwenAgent(CLIBackend):
         return found
 
     @classmethod
-    def classify(cls, text: str, saw_model_turn: bool) -> tuple[Any, str]:
-        """(status, reason) of a failed qwen run: an HTTP status first, then the shared rules."""
+    def classify(cls, text: str, saw_model_turn: bool) -> Failure:
+        """How a failed qwen run counts: by the HTTP status it starts with, then by the shared rules."""
         found = _STATUS.match(text.strip())
-        if found and (int(found.group(1)) >= 500 or int(found.group(1)) in _INFRA_STATUS):
-            return "infra_error", f"API error {text.strip()[:300]}"
+        if found and infra_http_status(int(found.group(1))):
+            return Failure("infra_error", f"API error {text.strip()[:300]}")
         return cls.failure_status(text, saw_model_turn)

@@ -327,7 +327,7 @@ def test_config_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     system = 'Line "one"\n\tTab \\ backslash \x7f\x01 ünïcode\n---\n'
     opts = CodexOptions(model=MODEL, effort="low", placement="system", shell=False, web_search="disabled")
     request = _request(tmp_path, opts, prompt="---\nfront: matter\n---\ndo it", system=system)
-    config = tomllib.loads(backend.config(request))
+    config = tomllib.loads(backend.settings_text(tmp_path, request))
     assert config["developer_instructions"] == system
     assert config["model_reasoning_effort"] == "low" and config["web_search"] == "disabled"
     assert config["features"] == {"shell_tool": False}
@@ -341,7 +341,8 @@ def test_config_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     env = backend.environment(tmp_path, request)
     assert env["CODEX_HOME"] == str(tmp_path / ".codex") and env["CODEX_API_KEY"] == "sk-codex"
     monkeypatch.delenv("CODEX_BASE_URL")
-    assert "model_provider" not in tomllib.loads(backend.config(request))  # codex's own provider
+    config = tomllib.loads(backend.settings_text(tmp_path, request))
+    assert "model_provider" not in config  # codex's own provider
 
 
 def test_proposer_mode_is_read_only_without_shell(endpoint: Any) -> None:

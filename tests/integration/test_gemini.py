@@ -263,8 +263,10 @@ def test_options_and_interpretation(tmp_path: Path) -> None:
     assert isinstance(backend, GeminiAgent)
     plain = backend.parse_options({"model": None, **backend.plain_model_options()})
     assert isinstance(plain, GeminiOptions) and plain.tools == []
-    assert backend.settings(make_request(tmp_path, plain.model_dump()))["tools"] == {"core": []}
-    effort = backend.settings(make_request(tmp_path, {"model": "gemini-3-pro-preview", "effort": "high"}))
+    assert backend.settings(tmp_path, make_request(tmp_path, plain.model_dump()))["tools"] == {"core": []}
+    effort = backend.settings(
+        tmp_path, make_request(tmp_path, {"model": "gemini-3-pro-preview", "effort": "high"})
+    )
     override = effort["modelConfigs"]["overrides"][0]
     assert override["match"] == {"model": "gemini-3-pro-preview"}
     assert override["modelConfig"]["generateContentConfig"]["thinkingConfig"] == {"thinkingLevel": "HIGH"}

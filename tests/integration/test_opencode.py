@@ -247,7 +247,7 @@ def test_options_and_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert isinstance(options, OpencodeOptions)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     request = common_request(tmp_path, options, skill_name="greeter")
-    config = agent.config(tmp_path, request)
+    config = agent.settings(tmp_path, request)
     assert config["model"] == "skilltune/Qwen/Qwen3-Coder"
     assert config["permission"] == {
         "*": "deny", "edit": "allow", "read": "allow", "webfetch": "allow",
@@ -266,7 +266,7 @@ def test_options_and_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(UsageError, match="names no provider"):
         agent.command(common_request(tmp_path, bare), tmp_path)
     own = parse_agent_options(agent, {"model": "anthropic/claude-sonnet-4-5"})
-    assert "provider" not in agent.config(tmp_path, common_request(tmp_path, own))
+    assert "provider" not in agent.settings(tmp_path, common_request(tmp_path, own))
 
 
 def test_interpret_errors_and_usage() -> None:

@@ -351,7 +351,7 @@ def test_options_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert "--append-system-prompt=---\nSYSTEM" in argv and "--core-tools=read_file" in argv
     excluded = next(a for a in argv if a.startswith("--exclude-tools="))
     assert "agent" in excluded and "skill" in excluded
-    settings = backend.settings(request)
+    settings = backend.settings(tmp_path, request)
     assert settings["model"]["generationConfig"] == {"maxRetries": 2, "reasoning": {"effort": "low"}}
     assert settings["memory"]["enableManagedAutoMemory"] is False
     assert settings["privacy"]["usageStatisticsEnabled"] is False
