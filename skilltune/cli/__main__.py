@@ -1,3 +1,6 @@
+"""``python -m skilltune.cli``: the ``skilltune`` command."""
+
 from skilltune.cli import main
 
-main()
+if __name__ == "__main__":
+    main()
