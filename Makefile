@@ -9,7 +9,7 @@ SRC := skilltune tests benchmarks tools
 CLIS := agentclis
 CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
 
-.PHONY: install check test demo bench-verdicts bench-throughput agent-clis clean
+.PHONY: install check test demo bench-verdicts bench-throughput bench-startup agent-clis clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ bench-verdicts: $(STAMP)
 # Harness overhead, parallel efficiency, local vs Ray: benchmarks/results/throughput.json.
 bench-throughput: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
+
+# Start-up of --version, --help and validate, before (main at a8cb86f) and after, beside the floor:
+# benchmarks/results/startup.json.
+bench-startup: $(STAMP)
+	$(BIN)/python benchmarks/startup.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache

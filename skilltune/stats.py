@@ -13,10 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from scipy import optimize
-from scipy import stats as sps
-
 
 @dataclass(frozen=True)
 class PairedResult:
@@ -71,6 +67,8 @@ def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
         # Every task moved by exactly the same amount: no sampling uncertainty left to report.
         p = 1.0 if d == 0 else 0.0
         return PairedResult(n, d, 0.0, (d, d), p)  # float noise in the mean is not uncertainty
+    from scipy import stats as sps
+
     q = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
     t = d / se
     p = float(2 * sps.t.sf(abs(t), n - 1))
@@ -89,6 +87,10 @@ def group_sequential_bounds(alpha: float, looks: int, rho: float = 2.0, grid: in
     """
     if not 0.0 < alpha < 0.5 or looks < 1:
         raise ValueError("need 0 < alpha < 0.5 and at least one look")
+    import numpy as np
+    from scipy import optimize
+    from scipy import stats as sps
+
     times = np.arange(1, looks + 1) / looks
     spent = alpha * times**rho
     increments = np.diff(np.concatenate([[0.0], spent]))
@@ -116,6 +118,8 @@ def group_sequential_bounds(alpha: float, looks: int, rho: float = 2.0, grid: in
 @functools.lru_cache(maxsize=4096)
 def t_bound(z_bound: float, df: int) -> float:
     """The t-scale bound with the same one-sided tail as ``z_bound`` (conservative at small df)."""
+    from scipy import stats as sps
+
     return float(sps.t.isf(sps.norm.sf(z_bound), df))
 
 
@@ -143,6 +147,8 @@ class Summary:
 
 @functools.lru_cache(maxsize=4096)
 def _t_isf(q: float, df: int) -> float:
+    from scipy import stats as sps
+
     return float(sps.t.isf(q, df))
 
 

@@ -47,14 +47,15 @@ _SIGNATURE = pygit2.Signature(
 
 
 # libgit2 must not read the user's git configuration (global ignores, filters, autocrlf):
-# point its global, XDG and system search paths at an empty folder, once per process.
-_NO_CONFIG = tempfile.mkdtemp(prefix="skilltune-gitconfig-")
+# its global, XDG and system search paths become empty, once per process (at import, under the
+# import lock, so no rollout thread can read them half set). libgit2 searches no folder at all for
+# an empty path (sysdir.c), so nothing needs to exist: importing this module writes nothing.
 for _level in (
     pygit2.enums.ConfigLevel.GLOBAL,
     pygit2.enums.ConfigLevel.XDG,
     pygit2.enums.ConfigLevel.SYSTEM,
 ):
-    pygit2.settings.search_path[_level] = _NO_CONFIG
+    pygit2.settings.search_path[_level] = ""
 
 
 _HIDDEN_GIT = ".git.skilltune-hidden"  # a nested repository's .git, set aside while the diff is made

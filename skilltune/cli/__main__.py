@@ -1,4 +1,4 @@
-"""``python -m skilltune.cli``: the skilltune command."""
+"""``python -m skilltune.cli``: the ``skilltune`` command."""
 
 from skilltune.cli import main
 

@@ -7,15 +7,18 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from skilltune import __version__
 from skilltune.errors import SkilltuneError, UsageError
-from skilltune.runfiles import RolloutRecord
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from skilltune.runfiles import RolloutRecord
 
 app = typer.Typer(
     name="skilltune",
@@ -110,6 +113,8 @@ class progress_bar:
 
     def __enter__(self) -> Callable[[RolloutRecord, int, int], None]:
         if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self.bar = Progress(
                 TextColumn("rollouts"),
                 BarColumn(),

@@ -1,14 +1,16 @@
-"""Verdicts: compare and meta-eval."""
+"""Verdicts: compare and meta-eval.
+
+Each command imports what it runs when it runs (registering the commands loads none of it).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from skilltune import meta_eval
 from skilltune.cli.app import (
     AgentOpt,
     AgentOpts,
@@ -23,16 +25,17 @@ from skilltune.cli.app import (
     parse_agent_opts,
     progress_bar,
 )
-from skilltune.compare import compare as skilltune_compare
 from skilltune.errors import UsageError
-from skilltune.meta_eval import MetaEval
-from skilltune.progress import fmt
-from skilltune.runfiles import Comparison
-from skilltune.skill import Candidate, load_skill
-from skilltune.suite import load_suite
+
+if TYPE_CHECKING:
+    from skilltune.meta_eval import MetaEval
+    from skilltune.runfiles import Comparison
+    from skilltune.skill import Candidate
 
 
 def print_comparison(comparison: Comparison) -> None:
+    from skilltune.progress import fmt
+
     table = Table(
         title=f"{comparison.split}: {comparison.reps} rep(s) per task, {comparison.agent}",
         title_justify="left",
@@ -92,6 +95,10 @@ def compare(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
+    from skilltune.compare import compare as skilltune_compare
+    from skilltune.skill import load_skill
+    from skilltune.suite import load_suite
+
     loaded = load_suite(suite)
     candidates: dict[str, Candidate | None] = {}
     for spec in arms:
@@ -151,6 +158,8 @@ def _meta_settings(
 
 
 def _print_meta(report: MetaEval, out_dir: Path) -> None:
+    from skilltune.progress import fmt
+
     planted = report.kind == "planted"
     table = Table(title=f"meta-eval {report.kind}", title_justify="left")
     extra = ["S0 test", "best test", "recovered", "same text"] if planted else []
@@ -194,6 +203,8 @@ def meta_planted(
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
 ) -> None:
     """Remove a rule from a good skill, train from there, and report whether runs win it back."""
+    from skilltune import meta_eval
+
     settings = _meta_settings(agent, proposer, gate, max_steps, proposer_opt, seed)
     report = meta_eval.planted(
         suite, skill, ablate_text=ablate_text, out=out_dir, runs=runs, force=force, **settings
@@ -221,6 +232,8 @@ def meta_null(
     force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
 ) -> None:
     """Train on a pure-noise copy of the suite: every edit kept is a false accept."""
+    from skilltune import meta_eval
+
     settings = _meta_settings("mock", proposer, gate, max_steps, proposer_opt, seed)
     report = meta_eval.null(suite, skill, out=out_dir, runs=runs, force=force, **settings)
     _print_meta(report, out_dir)

@@ -1,15 +1,17 @@
-"""Commands that check and measure one skill: validate, lint, smoke, agents, run, calibrate."""
+"""Commands that check and measure one skill: validate, lint, smoke, agents, run, calibrate.
+
+Each command imports what it runs when it runs: registering the commands (``--help``,
+``--version``) loads none of it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from skilltune.agents import AGENTS, get_backend
-from skilltune.calibrate import calibrate as skilltune_calibrate
 from skilltune.cli.app import (
     AgentOpt,
     AgentOpts,
@@ -26,17 +28,17 @@ from skilltune.cli.app import (
     progress_bar,
 )
 from skilltune.errors import SkilltuneError, UsageError
-from skilltune.evaluate import EvalSummary, evaluate
-from skilltune.progress import fmt
-from skilltune.skill import lint_candidate, load_skill
-from skilltune.smoke import smoke as run_smoke
-from skilltune.suite import load_suite, validate_suite
+
+if TYPE_CHECKING:
+    from skilltune.evaluate import EvalSummary
 
 
 @app.command(epilog="Example: skilltune validate examples/mock-demo/suite")
 @guarded
 def validate(suite: SuiteArg) -> None:
     """Check a suite and report every problem as file:line: message. Writes nothing."""
+    from skilltune.suite import load_suite, validate_suite
+
     problems = validate_suite(suite)
     if problems:
         for problem in problems:
@@ -77,6 +79,10 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
+    from skilltune.evaluate import evaluate
+    from skilltune.skill import load_skill
+    from skilltune.suite import load_suite
+
     if skill is not None and no_skill:
         raise UsageError("--skill and --no-skill exclude each other: give one")
     if skill is None and not no_skill:
@@ -108,6 +114,8 @@ def run(
 
 
 def print_summary(summary: EvalSummary) -> None:
+    from skilltune.progress import fmt
+
     title = f"{summary.skill_name or 'no skill'} on {summary.split} ({summary.agent}, {summary.reps} rep(s), seed {summary.seed})"
     table = Table(title=title, title_justify="left")
     for col in ("task", "n", "hard", "soft", "mixed", "status"):
@@ -153,6 +161,8 @@ def smoke(
     ] = None,
 ) -> None:
     """Preflight (requirements, tools, agent CLI) and one rollout per split; exit 1 on any problem."""
+    from skilltune.smoke import smoke as run_smoke
+
     report = run_smoke(suite, skill, agent=agent, agent_options=parse_agent_opts(agent_opt), out=out_dir)
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
@@ -165,6 +175,8 @@ def smoke(
 @guarded
 def agents() -> None:
     """List agent backends: installed or not, version, what to fix, and what each cannot do."""
+    from skilltune.agents import AGENTS, get_backend
+
     table = Table()
     for col in ("agent", "installed", "version", "fix / notes"):
         table.add_column(col, overflow="fold")
@@ -183,6 +195,8 @@ def agents() -> None:
 @guarded
 def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single instruction file.")]) -> None:
     """Lint a skill: front matter, body size, links to files that exist, protected blocks."""
+    from skilltune.skill import lint_candidate, load_skill
+
     candidate = load_skill(skill, check_front_matter=False)
     issues = lint_candidate(candidate)
     for issue in issues:
@@ -226,6 +240,11 @@ def calibrate(
     ray_address: RayAddressOpt = None,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
+    from skilltune.calibrate import calibrate as skilltune_calibrate
+    from skilltune.progress import fmt
+    from skilltune.skill import load_skill
+    from skilltune.suite import load_suite
+
     if skill is not None and no_skill:
         raise UsageError("--skill and --no-skill exclude each other: give one")
     if skill is None and not no_skill:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,11 +13,10 @@ from rich.table import Table
 from skilltune.cli.app import AgentOpts, CacheOpt, SuiteArg, app, clip, err, guarded, out, parse_agent_opts
 from skilltune.cli.compare import print_comparison
 from skilltune.errors import UsageError
-from skilltune.progress import LiveReporter, PlainReporter, Reporter, fmt
-from skilltune.supervise import supervise
-from skilltune.train import TrainConfig, TrainResult
-from skilltune.train import resume as skilltune_resume
-from skilltune.train import train as skilltune_train
+
+if TYPE_CHECKING:  # the training stack loads when a command runs, not for --help or --version
+    from skilltune.progress import Reporter
+    from skilltune.train import TrainResult
 
 # Options of both train and resume (a resumed run may raise its budgets and change its workers).
 BudgetRolloutsOpt = Annotated[int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")]
@@ -41,6 +40,8 @@ QuietOpt = Annotated[
 
 
 def _reporter(quiet: bool) -> Reporter:
+    from skilltune.progress import LiveReporter, PlainReporter
+
     if not quiet and err.is_terminal:
         return LiveReporter(err)
     return PlainReporter(quiet=quiet)
@@ -59,6 +60,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     settings = {key.replace("-", "_"): value for key, value in raw.items()}
+    from skilltune.train import TrainConfig
+
     known = set(TrainConfig.model_fields) | {"suite"}
     unknown = sorted(key for key in settings if key not in known)
     if unknown:
@@ -100,6 +103,8 @@ def print_units(run_dir: Path) -> None:
 
 
 def _finish_run(result: TrainResult) -> None:
+    from skilltune.progress import fmt
+
     print_units(Path(result.run_dir))
     out.print(f"\n[bold]{result.state}[/bold]: {result.reason}", markup=True)
     out.print(
@@ -203,6 +208,10 @@ def train(
     quiet: QuietOpt = False,
 ) -> None:
     """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
+    from skilltune.supervise import supervise
+    from skilltune.train import resume as skilltune_resume
+    from skilltune.train import train as skilltune_train
+
     if resume_run and force:
         raise UsageError("--resume continues the run and --force starts it over: give one of them")
     settings: dict[str, Any] = read_config_file(config) if config else {}
@@ -281,6 +290,9 @@ def resume(
 
     It keeps the run's settings; --budget-*, --workers and redacted secrets (--agent-opt KEY=...)
     may be given."""
+    from skilltune.supervise import supervise
+    from skilltune.train import resume as skilltune_resume
+
     if supervise_run:
         raise typer.Exit(supervise([a for a in sys.argv[1:] if a != "--supervise"], run_dir))
     overrides: dict[str, Any] = dict(
