@@ -31,6 +31,7 @@ from skilltune.runfiles import (
     FindingsTarget,
     ReflectionsFile,
     RolloutRecord,
+    RunConfigFile,
     RunStart,
     UnitRecord,
 )
@@ -47,7 +48,8 @@ def run_id(run: RunDir) -> str:
     Runs from before the run_start event use their first journal event's time."""
     events = run.read_journal()
     started = next((e.ts for e in events if isinstance(e, RunStart)), events[0].ts if events else "")
-    return hashlib.sha256(f"{run.root.name}|{started}".encode()).hexdigest()[:16]
+    tag = RunConfigFile.read(run.config).tag  # not the folder's name: a moved run is the same run
+    return hashlib.sha256(f"{tag}|{started}".encode()).hexdigest()[:16]
 
 
 def record_findings(

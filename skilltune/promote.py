@@ -91,8 +91,11 @@ class _Live:
     paths: dict[str, Path]
 
     def read(self, rel: str) -> str | None:
-        path = self.paths.get(rel, self.root / rel)
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+        path = self.where(rel)
+        try:
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+        except UnicodeDecodeError:
+            raise UsageError(f"{path}: not UTF-8 text; a skill's files are text") from None
 
     def where(self, rel: str) -> Path:
         return self.paths.get(rel, self.root / rel)
@@ -109,34 +112,19 @@ def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> Prom
     history = History.read(run)
     live = _live(history, Path(to))
     evidence = {name: _evidence(history, name) for name, _ in history.chain[1:]}
+    all_hunks = hunks(history.chain)
     plans: list[HunkPlan] = []
     files: dict[str, str | None] = {}
     patch: list[str] = []
-    all_hunks = hunks(history.chain)
     for rel in sorted({h.path for h in all_hunks}):
-        ours = live.read(rel)
-        ours_text, file_plans = _merge_file(
-            history, rel, ours or "", [h for h in all_hunks if h.path == rel], evidence
+        file_plans, new_text, diff = _promote_file(
+            history, live, rel, [h for h in all_hunks if h.path == rel], evidence
         )
         plans += file_plans
-        gone = (
-            rel not in history.best.files
-            and not ours_text
-            and all(p.status != "conflict" for p in file_plans)
-        )
-        if ours_text == (ours or "") and not (gone and ours is not None):
-            continue
-        target = live.where(rel)
-        files[str(target)] = None if gone else ours_text
-        label = target.relative_to(live.root).as_posix() if target.is_relative_to(live.root) else target.name
-        patch += difflib.unified_diff(
-            (ours or "").splitlines(keepends=True),
-            ("" if gone else ours_text).splitlines(keepends=True),
-            fromfile=f"a/{label}" if ours is not None else "/dev/null",
-            tofile="/dev/null" if gone else f"b/{label}",
-        )
+        if diff:
+            files[str(live.where(rel))] = new_text
+            patch += diff
     comparison = Comparison.read(run.comparison) if run.comparison.is_file() else None
-    pair = next((p for p in comparison.pairs if (p.a, p.b) == ("S0", "best")), None) if comparison else None
     plan = PromotePlan(
         run=str(run.root),
         live=str(Path(to)),
@@ -144,18 +132,17 @@ def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> Prom
         best=history.best.hash,
         state=(run.terminal() or (None, ""))[0],
         hunks=plans,
-        held_out=pair,
-        held_out_split=comparison.split if comparison else None,
-        held_out_metric=comparison.metric if comparison else None,
-        held_out_scores={name: arm.metric(comparison.metric) for name, arm in comparison.arms.items()}
-        if comparison
-        else {},
+        held_out=None,
         audit_findings=len(AuditFile.read(run.audit).findings) if run.audit.is_file() else None,
         patch="".join(
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in patch
+            line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in patch
         ),
         files=files,
     )
+    if comparison is not None:
+        plan.held_out = next((p for p in comparison.pairs if (p.a, p.b) == ("S0", "best")), None)
+        plan.held_out_split, plan.held_out_metric = comparison.split, comparison.metric
+        plan.held_out_scores = {name: arm.metric(comparison.metric) for name, arm in comparison.arms.items()}
     if apply:
         for path, text in files.items():
             if text is None:
@@ -164,6 +151,28 @@ def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> Prom
                 write_text(Path(path), text)
         plan.applied = True
     return plan
+
+
+def _promote_file(
+    history: History, live: _Live, rel: str, file_hunks: list[Hunk], evidence: dict[str, UnitEvidence]
+) -> tuple[list[HunkPlan], str | None, list[str]]:
+    """One file's hunk plans, its new live text (None: the file goes) and the diff lines to it."""
+    ours = live.read(rel)
+    merged, plans = _merge_file(history, rel, ours or "", file_hunks, evidence)
+    # The run removed the file: it goes when nothing is left of it and no hunk was held back.
+    gone = rel not in history.best.files and not merged and all(p.status != "conflict" for p in plans)
+    new_text = None if gone else merged
+    if (new_text or "") == (ours or "") and (new_text is None) == (ours is None):
+        return plans, new_text, []
+    target = live.where(rel)
+    label = target.relative_to(live.root).as_posix()
+    diff = difflib.unified_diff(
+        (ours or "").splitlines(keepends=True),
+        (new_text or "").splitlines(keepends=True),
+        fromfile="/dev/null" if ours is None else f"a/{label}",
+        tofile="/dev/null" if new_text is None else f"b/{label}",
+    )
+    return plans, new_text, list(diff)
 
 
 def _live(history: History, to: Path) -> _Live:
