@@ -18,9 +18,12 @@ from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
+    AuditFile,
+    FindingsRecord,
     NewerRunFileError,
     OldRunFileError,
     RolloutRecord,
+    RunConfigFile,
     SessionStart,
     UnitRecord,
     Verdict,
@@ -175,3 +178,31 @@ def test_a_new_run_writes_every_file_at_the_current_version(tmp_path: Path) -> N
     assert versions == {SCHEMA_VERSION}
     lines = [json.loads(line) for line in run.journal_path.read_text().splitlines()]
     assert {line["schema_version"] for line in lines} == {SCHEMA_VERSION}
+
+
+def test_schema_3_audit_findings_and_the_findings_setting(tmp_path: Path) -> None:
+    # config.json of schema 2 had no `findings`: it reads with none
+    raw2 = {
+        "schema_version": 2, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c",
+    }  # fmt: skip
+    stored = RunConfigFile.parse(raw2, "config.json")
+    assert stored.schema_version == SCHEMA_VERSION and stored.findings is None
+    # audit.json and findings.json first exist in schema 3: a file claiming an older version was not
+    # written by skilltune, and is refused with what to do
+    audit2 = {"schema_version": 2, "clean": True, "checks": ["leak"]}
+    with pytest.raises(
+        OldRunFileError,
+        match=r"audit\.json claims a run schema from before audit\.json existed: delete it and run `skilltune audit",
+    ):
+        AuditFile.parse(audit2, "audit.json")
+    with pytest.raises(OldRunFileError, match=r"findings\.json claims a run schema from before"):
+        FindingsRecord.parse({"schema_version": 2, "run_id": "x"}, "findings.json")
+    assert AuditFile.parse(audit2 | {"schema_version": 3}, "audit.json").clean
+    # a newer audit.json in a run stops a resume before anything is written
+    run = _schema1_run(tmp_path)
+    run.audit.write_text(json.dumps(audit2 | {"schema_version": SCHEMA_VERSION + 1}))
+    before = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    with pytest.raises(NewerRunFileError, match=r"audit\.json was written by a newer skilltune"):
+        resume(run.root, budget_rollouts=5000, **_quiet())
+    after = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before

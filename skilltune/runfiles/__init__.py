@@ -18,6 +18,9 @@ History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
 comparison.json, config.json and step.json carried a version; seed.json, gate.json,
 reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
 journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
+3 = audit.json (``AuditFile``) and findings.json (``FindingsRecord``) are new (a file of
+either claiming an older version is refused); config.json gained ``findings`` (the shared
+findings file; a schema 2 config.json reads with none).
 """
 
 from __future__ import annotations
@@ -42,6 +45,14 @@ from skilltune.runfiles.journal import (
     UnitEnd,
     parse_event,
 )
+from skilltune.runfiles.review import (
+    CHECKS,
+    AuditFile,
+    AuditFinding,
+    Check,
+    FindingsRecord,
+    FindingsTarget,
+)
 from skilltune.runfiles.rollouts import (
     ArmResult,
     Comparison,
@@ -62,13 +73,19 @@ from skilltune.runfiles.units import (
 )
 
 __all__ = [
+    "CHECKS",
     "SCHEMA_VERSION",
     "UNIT_FILES",
     "ArmResult",
+    "AuditFile",
+    "AuditFinding",
+    "Check",
     "Comparison",
     "Crashed",
     "Decision",
     "EditBudgetConfig",
+    "FindingsRecord",
+    "FindingsTarget",
     "JournalEvent",
     "Migration",
     "NewerRunFileError",
