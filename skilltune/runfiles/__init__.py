@@ -18,6 +18,9 @@ History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
 comparison.json, config.json and step.json carried a version; seed.json, gate.json,
 reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
 journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
+3 = record.json keeps each failed attempt of a retried rollout (``attempt_history``: status,
+reason, wall time, its events file); proposer calls (reflections.json, slow_update.json) carry
+``cost_usd`` and ``notes``. Files of schema 2 migrate with an empty history and unknown costs.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from skilltune.runfiles.journal import (
 from skilltune.runfiles.rollouts import (
     ArmResult,
     Comparison,
+    FailedAttempt,
     PairResult,
     Phase,
     RolloutFiles,
@@ -69,6 +73,7 @@ __all__ = [
     "Crashed",
     "Decision",
     "EditBudgetConfig",
+    "FailedAttempt",
     "JournalEvent",
     "Migration",
     "NewerRunFileError",
