@@ -96,6 +96,7 @@ class RunContext:
             tag=c.tag, max_steps=c.total_steps, rollouts_planned=setup.planned_rollouts
         )
         self.session = Session(run, reporter)
+        self.proposer.stop_requested = self.session.stop_requested  # a stop ends a proposer call at once
         self.rollouts = RunRollouts(
             c, setup.suite, setup.backend, setup.options,
             executor or make_executor(c.workers, setup.suite.config.max_concurrency, c.executor, c.ray_address),
