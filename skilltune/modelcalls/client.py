@@ -1,29 +1,16 @@
 """One bounded model call: a token limit the endpoint reads, a wall clock that ends it, retries,
-rate limits, and a cancel check that closes the connection at once.
-
-Each attempt runs in a worker thread while the calling thread watches the clock and the
-cancel check. To end an attempt, the calling thread shuts the attempt's socket down (caught
-when it was opened, through httpx2's ``trace`` extension): a blocked read returns at once, a
-generating server sees its client go, and nothing waits for a read timeout. Every attempt
-opens its own connection for that reason (no keep-alive: a model call lasts seconds).
-"""
+rate limits, and a cancel check that closes the connection at once (each attempt: attempt.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import email.utils
-import json
 import random
 import re
-import socket
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from skilltune.agents.prices import estimate_cost
-from skilltune.errors import UsageError
+from skilltune.modelcalls.attempt import Attempts, Failure, Outcome
 from skilltune.modelcalls.limits import endpoint_state
 from skilltune.modelcalls.settings import (
     CallCancelled,
@@ -34,11 +21,10 @@ from skilltune.modelcalls.settings import (
     ModelCallError,
     Reply,
 )
-from skilltune.modelcalls.wire import Partial, wire_for
+from skilltune.modelcalls.wire import wire_for
 
 _POLL_S = 0.05
 _BACKOFF_CAP_S = 30.0
-_ERROR_BODY_BYTES = 65_536
 _PARAM_FIXES = 3  # a call adapts to refused parameters at most this often (not counted as retries)
 _CONTEXT = re.compile(r"context (length|window)|maximum context|too many tokens|n_ctx|context_length", re.I)
 _REFUSED = re.compile(
@@ -46,71 +32,7 @@ _REFUSED = re.compile(
 )
 
 
-@dataclass
-class _Failure:
-    kind: ErrorKind
-    reason: str  # one line: what the endpoint said
-    status: int | None = None
-    retryable: bool = False
-    retry_after: float | None = None
-
-
-@dataclass
-class _Outcome:
-    partial: Partial | None = None
-    failure: _Failure | None = None
-    cut: bool = False  # the client stopped reading: the stream ran past the token limit
-
-
-@dataclass
-class _Connection:
-    """The sockets of one attempt, so another thread can end it."""
-
-    sockets: list[socket.socket] = field(default_factory=list)
-    aborted: bool = False
-    partial: Partial | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def trace(self, name: str, info: dict[str, Any]) -> None:
-        stream: Any = info.get("return_value") if name.endswith(".complete") else None
-        get_extra_info = getattr(stream, "get_extra_info", None)
-        sock = get_extra_info("socket") if callable(get_extra_info) else None
-        if isinstance(sock, socket.socket):
-            with self.lock:
-                self.sockets.append(sock)
-                if self.aborted:
-                    _shutdown(sock)
-
-    def abort(self) -> None:
-        with self.lock:
-            self.aborted = True
-            for sock in self.sockets:
-                _shutdown(sock)
-
-
-def _shutdown(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds an endpoint asks to wait: ``retry-after-ms``, or ``retry-after`` in seconds or as a date."""
-    ms = headers.get("retry-after-ms")
-    with contextlib.suppress(TypeError, ValueError):
-        if ms is not None:
-            return max(0.0, float(ms) / 1000)
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    with contextlib.suppress(ValueError):
-        return max(0.0, float(value))
-    with contextlib.suppress(TypeError, ValueError):
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time())
-    return None
-
-
-def _tokens_used(outcome: _Outcome | None) -> int | None:
+def _tokens_used(outcome: Outcome | None) -> int | None:
     """The tokens an attempt used, as the endpoint counted them (None: unknown)."""
     partial = outcome.partial if outcome is not None else None
     if partial is None or partial.tokens_in is None:
@@ -132,8 +54,7 @@ class ModelClient:
         self.wire = wire_for(endpoint.provider)
         self.state = endpoint_state(endpoint.url)
         self.state.configure(settings)
-        self._http: Any = None
-        self._http_lock = threading.Lock()
+        self.attempts = Attempts(endpoint, self.wire)
 
     # --- the call ---------------------------------------------------------------------------
     def ask(
@@ -172,9 +93,11 @@ class ModelClient:
             token_param = self._token_param()
             body = self.wire.body(request, token_param, s.stream, self.state.dropped)
             events.append(self._request_event(attempt, body, request))
-            outcome: _Outcome | None = None
+            outcome: Outcome | None = None
             try:
-                outcome = self._attempt(body, min(a0 + s.timeout_s, budget_end), cancel, request.max_tokens)
+                outcome = self.attempts.run(
+                    body, min(a0 + s.timeout_s, budget_end), cancel, request.max_tokens, s.timeout_s
+                )
             except CallCancelled as exc:
                 events.append({"type": "cancelled", "attempt": attempt})
                 raise CallCancelled(str(exc), events) from None
@@ -182,7 +105,7 @@ class ModelClient:
                 self.state.release(ticket, _tokens_used(outcome))
             failure = outcome.failure
             if failure is None and outcome.partial is not None and outcome.partial.error is not None:
-                failure = self._stream_error(outcome.partial.error)
+                failure = self.attempts.stream_error(outcome.partial.error)
             if failure is None:
                 assert outcome.partial is not None
                 return self._reply(
@@ -217,155 +140,9 @@ class ModelClient:
             events[-1]["retry_in_s"] = round(delay, 3)
             self._sleep(delay, cancel, events)
 
-    # --- one attempt ------------------------------------------------------------------------
-    def _attempt(
-        self, body: dict[str, Any], deadline: float, cancel: Callable[[], bool] | None, max_units: int
-    ) -> _Outcome:
-        conn = _Connection()
-        box: dict[str, Any] = {}
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                box["outcome"] = self._exchange(body, deadline, conn, max_units)
-            except BaseException as exc:
-                box["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=work, name="skilltune-model-call", daemon=True).start()
-        try:
-            while not done.wait(_POLL_S):
-                if cancel is not None and cancel():
-                    conn.abort()
-                    raise CallCancelled("cancelled during the call (the connection was closed)")
-                if time.monotonic() >= deadline:
-                    conn.abort()
-                    return _Outcome(
-                        partial=conn.partial,
-                        failure=_Failure(
-                            "timeout",
-                            f"no complete answer within timeout_s={self.settings.timeout_s:g} s (the connection was closed)",
-                            retryable=True,
-                        ),
-                    )
-        except BaseException:
-            conn.abort()
-            raise
-        if "error" in box:
-            return _Outcome(partial=conn.partial, failure=self._transport_failure(box["error"]))
-        outcome: _Outcome = box["outcome"]
-        return outcome
-
-    def _exchange(self, body: dict[str, Any], deadline: float, conn: _Connection, max_units: int) -> _Outcome:
-        """Send ``body`` and read the answer (runs in the worker thread)."""
-        import httpx2
-
-        http = self._client()
-        remaining = max(0.1, deadline - time.monotonic())
-        headers = self.wire.headers(self.endpoint.key())
-        headers["Accept"] = "text/event-stream" if body.get("stream") else "application/json"
-        # httpx2's own timeouts are a back-stop for an abandoned thread: the calling thread ends the
-        # attempt at the deadline (a read timeout would restart with every byte a slow server sends).
-        timeout = httpx2.Timeout(remaining + 5.0, connect=min(remaining, 30.0))
-        with http.stream(
-            "POST",
-            self.endpoint.url,
-            json=body,
-            headers=headers,
-            timeout=timeout,
-            extensions={"trace": conn.trace},
-        ) as response:
-            if response.status_code >= 400:
-                raw = b""
-                for chunk in response.iter_bytes():
-                    raw += chunk
-                    if len(raw) >= _ERROR_BODY_BYTES:
-                        break
-                return _Outcome(failure=self._http_failure(response.status_code, response.headers, raw))
-            partial = conn.partial = Partial()
-            if response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream":
-                for event in httpx2.EventSource(response):
-                    pieces = len(partial.text)
-                    self.wire.feed(event.event, event.data, partial)
-                    if partial.units > max_units:  # the piece over the limit is not part of the reply
-                        del partial.text[pieces:]
-                        partial.units = max_units
-                        return _Outcome(partial=partial, cut=True)  # leaving the block closes the connection
-                    if partial.done:
-                        break
-                return _Outcome(partial=partial)
-            raw = response.read()
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                return _Outcome(
-                    failure=_Failure(
-                        "server_error", f"the answer is not JSON: {raw[:200]!r}", response.status_code, True
-                    )
-                )
-            if not isinstance(obj, dict):
-                return _Outcome(
-                    failure=_Failure(
-                        "server_error",
-                        f"the answer is not a JSON object: {raw[:200]!r}",
-                        response.status_code,
-                        True,
-                    )
-                )
-            self.wire.read(obj, partial)
-            return _Outcome(partial=partial)
-
-    def _client(self) -> Any:
-        with self._http_lock:
-            if self._http is None:
-                try:
-                    import httpx2
-                except ImportError:
-                    raise UsageError("model calls need httpx2: pip install 'skilltune[api]'") from None
-                # One connection per attempt (see the module docstring); proxies and CA bundles
-                # from the environment, as every other HTTP client of the user's.
-                self._http = httpx2.Client(limits=httpx2.Limits(max_keepalive_connections=0), trust_env=True)
-            return self._http
-
-    # --- failures ---------------------------------------------------------------------------
-    def _http_failure(self, status: int, headers: Any, raw: bytes) -> _Failure:
-        text = raw.decode("utf-8", "replace")
-        try:
-            message = self.wire.error_text(json.loads(text))
-        except json.JSONDecodeError:
-            message = text.strip()[:300] or "(no body)"
-        message = f"HTTP {status}: {' '.join(message.split())[:400]}"
-        if status == 429:
-            return _Failure("rate_limited", message, status, True, _retry_after(headers))
-        if status >= 500 or status in (408, 409, 425):
-            return _Failure("server_error", message, status, True, _retry_after(headers))
-        if status in (401, 403):
-            return _Failure("auth", message, status)
-        if status == 404:
-            return _Failure("not_found", message, status)
-        return _Failure("bad_request", message, status)
-
-    def _transport_failure(self, exc: BaseException) -> _Failure:
-        import httpx2
-
-        if isinstance(exc, httpx2.TimeoutException):
-            return _Failure("timeout", f"{type(exc).__name__}: no answer in time ({exc})", retryable=True)
-        if isinstance(exc, httpx2.TransportError | OSError):
-            return _Failure("network", f"{type(exc).__name__}: {exc}".strip(": "), retryable=True)
-        raise exc
-
-    def _stream_error(self, error: dict[str, Any]) -> _Failure:
-        text = self.wire.error_text({"error": error})
-        transient = re.search(
-            r"overload|rate|server_error|api_error|unavailable|timeout|capacity", text, re.I
-        )
-        kind: ErrorKind = "server_error" if transient else "bad_request"
-        return _Failure(kind, f"error in the answer: {text[:400]}", retryable=bool(transient))
-
     def _adapt(
         self,
-        failure: _Failure,
+        failure: Failure,
         token_param: str,
         body: dict[str, Any],
         notes: list[str],
@@ -390,7 +167,7 @@ class ModelClient:
         return True
 
     def _final(
-        self, failure: _Failure, attempt: int, events: list[dict[str, Any]], budget: float | None = None
+        self, failure: Failure, attempt: int, events: list[dict[str, Any]], budget: float | None = None
     ) -> ModelCallError:
         w, s = self.where, self.settings
         where = f"{self.endpoint.url} ({self.endpoint.provider})"
@@ -441,7 +218,7 @@ class ModelClient:
                 "messages": len(request.messages), "prompt_chars": request.prompt_chars()}  # fmt: skip
 
     def _reply(
-        self, request: ChatRequest, outcome: _Outcome, token_param: str, seconds: float, attempt: int,
+        self, request: ChatRequest, outcome: Outcome, token_param: str, seconds: float, attempt: int,
         failures: list[str], events: list[dict[str, Any]], notes: list[str], t0: float,
     ) -> Reply:  # fmt: skip
         partial = outcome.partial
