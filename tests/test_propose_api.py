@@ -188,7 +188,7 @@ def test_a_first_ctrl_c_ends_a_proposer_call_at_once_and_the_run_resumes(tmp_pat
                 assert time.monotonic() < deadline, "the analyst's call never reached the server"
                 time.sleep(0.05)
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=120)  # the call hangs for 600 s: only the stop ends it
+            _, err = proc.communicate(timeout=120)  # the call hangs for 600 s: only the stop ends it
         finally:
             if proc.poll() is None:
                 proc.kill()
