@@ -214,7 +214,7 @@ class RolloutRunner:
                         continue  # a stuck agent (killed with its group) is requeued once
                     crash = f"the agent stalled twice (no liveness): {result.reason}"
                     break
-                if result.status != "infra_error":
+                if result.status != "infra_error" or result.final:
                     break
                 infra_errors += 1
                 if infra_errors >= self.retry.max_attempts:

@@ -27,7 +27,7 @@ from skilltune.train.config import absolute_paths, config_file, make_config, set
 from skilltune.train.context import RunContext, Setup
 from skilltune.train.loop import execute
 from skilltune.train.units import best_val, finished, incumbent
-from skilltune.workspace import check_placement
+from skilltune.workspace import check_placement, check_target
 
 
 class TrainResult(BaseModel):
@@ -112,6 +112,7 @@ def train(
     setup = Setup.of(config)
     seed = load_skill(config.skill)
     check_placement(seed, setup.backend, setup.options.placement)
+    check_target(setup.backend, setup.options, [], [seed])
     _check_places(config.runs_dir, setup.suite)
     _check_evidence(config.evidence_from, setup.suite.content_hash)
     plan = setup.plan

@@ -30,6 +30,7 @@ from skilltune.train.budget import Budget, Plan
 from skilltune.train.rollouts import RunRollouts
 from skilltune.train.session import Session
 from skilltune.train.units import Unit, load_seed, unit_order
+from skilltune.workspace import check_target
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Setup:
         suite = load_suite(config.suite)
         backend = get_backend(config.agent)
         options = parse_agent_options(backend, config.agent_options)
+        check_target(backend, options, suite.all_tasks(), executor=config.executor, suite=suite)
         proposer = make_proposer(config.proposer, suite, config.proposer_options)
         gate = RunGate(
             config.gate, config.metric, config.reps, config.gate_options,
