@@ -181,6 +181,8 @@ class ModelClient:
             fix = f"the prompt and max_tokens exceed the model's context: lower {w} max_tokens or shorten the prompt (a local server may need a larger context, e.g. --n_ctx)"
         if failure.kind == "timeout":
             fix = f"raise {w} timeout_s, or lower {w} max_tokens (a small local model generates about 20 tokens a second)"
+            if not s.stream:  # llama-cpp-python finishes a plain answer for a client that left
+                fix += f"; with {w} stream=false a server may go on generating after the cut: use stream=true"
         if failure.retryable and budget is not None:
             fix = f"waiting {budget:.0f} s more would pass the call's wall_limit_s={s.wall_limit_s:g} s: raise {w} wall_limit_s, or lower the load ({w} max_concurrent, requests_per_minute, tokens_per_minute)"
         elif failure.retryable:
