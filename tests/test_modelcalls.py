@@ -330,6 +330,12 @@ def test_prices_the_user_sets_come_first() -> None:
     assert estimate_cost("qwen2.5-coder-0.5b", 1000, 1000, {"qwen2.5": (0.0, 0.0)}) == 0.0
 
 
-def test_a_request_is_bounded_by_construction() -> None:
+def test_a_request_is_bounded_by_construction_and_extra_fields_pass() -> None:
     request = ChatRequest.of("hi", model="m", max_tokens=5)
     assert request.max_tokens == 5 and request.messages[0].role == "user"
+    schema = {"type": "json_object"}
+    with FakeModelServer(answer(), side=lambda r: Reply(text='{"ok": true}')) as server:
+        reply = ask(client(server), extra={"response_format": schema, "max_tokens": 10**6, "top_p": 0.5})
+    assert reply.text == '{"ok": true}' and server.requests[0].wants_json
+    body = server.requests[0].body
+    assert (body["response_format"], body["top_p"], body["max_tokens"]) == (schema, 0.5, 64)

@@ -51,7 +51,8 @@ Public API::
   and ``ask(prompt, system=..., cancel=..., model=..., max_tokens=..., temperature=...,
   seed=..., stop=(...))`` return a ``Reply``.
 - ``ChatRequest(messages=(ChatMessage(role, content), ...), model, max_tokens, temperature,
-  seed, stop)``; ``ChatRequest.of(prompt, system=..., ...)``.
+  seed, stop, extra)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra`` holds more
+  request fields sent as they are (``response_format`` for JSON output, ``top_p``...).
 - ``ModelCallError`` (a SkilltuneError, exit 3): ``kind`` (rate_limited, server_error, network,
   timeout, auth, not_found, bad_request, budget), ``status``, ``retryable``, ``attempts``,
   ``events``. ``CallCancelled``: the cancel check fired (``events`` so far).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -133,7 +134,9 @@ class ChatMessage:
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat completion: the messages, the model and its sampling; ``max_tokens`` is required
-    (every call is bounded). ``seed`` and ``stop`` are sent where the wire format has them."""
+    (every call is bounded). ``seed`` and ``stop`` are sent where the wire format has them.
+    ``extra``: more request fields, sent as they are (``response_format``, ``top_p``...); they
+    cannot replace the token limit, the stream switch or the messages."""
 
     messages: tuple[ChatMessage, ...]
     model: str
@@ -141,6 +144,7 @@ class ChatRequest:
     temperature: float | None = None
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, prompt: str, *, system: str | None = None, **fields: Any) -> ChatRequest:

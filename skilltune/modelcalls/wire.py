@@ -49,6 +49,15 @@ class Wire(Protocol):
     def error_text(self, obj: Any) -> str: ...
 
 
+_FIXED = ("model", "messages", "system", "stream", "max_tokens", "max_completion_tokens")
+
+
+def _with_extra(body: dict[str, Any], request: ChatRequest, dropped: frozenset[str]) -> dict[str, Any]:
+    """``body`` with the request's extra fields (never over the fixed ones), less the dropped."""
+    merged = body | {k: v for k, v in request.extra.items() if k not in _FIXED}
+    return {k: v for k, v in merged.items() if k not in dropped}
+
+
 def _json(data: str) -> Any:
     try:
         return json.loads(data)
@@ -79,7 +88,7 @@ class OpenAIChat:
             body["stop"] = list(request.stop)
         if stream:
             body["stream_options"] = {"include_usage": True}
-        return {k: v for k, v in body.items() if k not in dropped}
+        return _with_extra(body, request, dropped)
 
     def _usage(self, obj: dict[str, Any], into: Partial) -> None:
         usage = obj.get("usage")
@@ -168,7 +177,7 @@ class AnthropicMessages:
             body["temperature"] = request.temperature
         if request.stop:
             body["stop_sequences"] = list(request.stop)
-        return {k: v for k, v in body.items() if k not in dropped}
+        return _with_extra(body, request, dropped)
 
     def read(self, obj: dict[str, Any], into: Partial) -> None:
         if obj.get("type") == "error" or isinstance(obj.get("error"), dict):
