@@ -22,9 +22,11 @@ from skilltune.runfiles import (
     FindingsRecord,
     NewerRunFileError,
     OldRunFileError,
+    ReflectionsFile,
     RolloutRecord,
     RunConfigFile,
     SessionStart,
+    SlowUpdateFile,
     UnitRecord,
     Verdict,
     parse_event,
@@ -206,3 +208,43 @@ def test_schema_3_audit_findings_and_the_findings_setting(tmp_path: Path) -> Non
         resume(run.root, budget_rollouts=5000, **_quiet())
     after = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
     assert after == before
+
+
+def test_records_of_schema_2_migrate_without_attempt_history_and_calls_without_cost() -> None:
+    raw = {"schema_version": 2, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h",
+           "status": "ok", "wall_s": 0.1, "attempts": 3, "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    assert "attempt_history" not in raw
+    record = RolloutRecord.parse(raw, "record.json")
+    assert record.schema_version == SCHEMA_VERSION and record.attempts == 3 and record.attempt_history == []
+    call = {"role": "analyst", "model": "m", "prompt": "p", "response": "r", "tokens_in": 1, "tokens_out": 2}
+    reflections = ReflectionsFile.parse(
+        {"schema_version": 2, "edits": [], "calls": [call]}, "reflections.json"
+    )
+    assert reflections.calls[0].cost_usd is None and reflections.calls[0].notes == []
+    slow = SlowUpdateFile.parse({"schema_version": 2, "guidance": "g", "calls": [call]}, "slow_update.json")
+    assert slow.calls[0].tokens_out == 2 and slow.calls[0].cost_usd is None
+    with pytest.raises(NewerRunFileError):
+        RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")
+
+
+def test_a_retried_rollout_keeps_each_failed_attempt(tmp_path: Path) -> None:
+    """Two scripted infra errors, then a success: the record says how each failed attempt ended, and
+    their events lie in the record folder."""
+    from skilltune.evaluate import evaluate
+    from skilltune.rollout import RetryPolicy
+    from tests.helpers import rule_task, write_suite
+
+    task = rule_task("flaky", ["r1"], mock_infra_errors=2)
+    suite = write_suite(tmp_path / "suite", [task], [task | {"id": "flaky-val"}])
+    evaluate(suite, None, out=tmp_path / "out", retry=RetryPolicy(max_attempts=4, base_s=0, cap_s=0))
+    (path,) = (tmp_path / "out").glob("rollouts/eval/*/*/record.json")
+    record = RolloutRecord.read(path)
+    assert record.status == "ok" and record.attempts == 3 and record.score is not None
+    assert [(a.attempt, a.status, a.stalled) for a in record.attempt_history] == [
+        (1, "infra_error", False),
+        (2, "infra_error", False),
+    ]
+    assert all("scripted infra error" in (a.reason or "") for a in record.attempt_history)
+    for attempt in record.attempt_history:
+        assert attempt.events is not None and (path.parent / attempt.events).is_file()

@@ -21,6 +21,9 @@ journal events typed; ``UnitRecord.verdict`` lost the never-written value ``cras
 3 = audit.json (``AuditFile``) and findings.json (``FindingsRecord``) are new (a file of
 either claiming an older version is refused); config.json gained ``findings`` (the shared
 findings file; a schema 2 config.json reads with none).
+4 = record.json keeps each failed attempt of a retried rollout (``attempt_history``: status,
+reason, wall time, its events file); proposer calls (reflections.json, slow_update.json) carry
+``cost_usd`` and ``notes``. Files of schema 3 migrate with an empty history and unknown costs.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from skilltune.runfiles.review import (
 from skilltune.runfiles.rollouts import (
     ArmResult,
     Comparison,
+    FailedAttempt,
     PairResult,
     Phase,
     RolloutFiles,
@@ -84,6 +88,7 @@ __all__ = [
     "Crashed",
     "Decision",
     "EditBudgetConfig",
+    "FailedAttempt",
     "FindingsRecord",
     "FindingsTarget",
     "JournalEvent",
