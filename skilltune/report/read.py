@@ -2,7 +2,7 @@
 
 It only reads (through the run files' models and ``RunDir``), so it is safe on a run that is
 going on in another process: a unit without its record yet is the one running. Three depths:
-``light`` (the records and small files: the list of runs), ``rollouts`` (every rollout record
+``light`` (the small files and the records of the baseline and the held-out test: the list of runs), ``rollouts`` (every rollout record
 tallied as well: status), ``detail`` (edits, diffs and cited trajectories too: the report).
 """
 
@@ -100,7 +100,7 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         summary.eta_seconds = _eta(summary)
     if run.comparison.is_file():
         summary.held_out = _held_out(Comparison.read(run.comparison), summary, with_ci=depth != "light")
-    summary.totals = _totals(rollouts, units, run, journal)
+    summary.totals = _totals(rollouts, units, journal, depth == "light")
     summary.budgets = _budgets(config, summary.totals)
     summary.audit = read_audit(run)
     if depth == "light":
@@ -302,21 +302,24 @@ def _cell(rollouts: RunRollouts, unit: str, candidate: str, task: str) -> float 
     return None if value is None else round(value, 4)
 
 
-def _totals(rollouts: RunRollouts, units: list[UnitView], run: RunDir, journal: list[JournalEvent]) -> Totals:
-    """Rollouts, tokens and USD of every record (and every proposer call, counted in the unit
-    records); with a light read, the units' own records stand in for the rollouts."""
+def _totals(rollouts: RunRollouts, units: list[UnitView], journal: list[JournalEvent], light: bool) -> Totals:
+    """Rollouts, tokens and USD of every record, and the proposer's tokens (which the unit records
+    count); a light read (the records of the baseline and the held-out test only) adds what the
+    unit records count instead."""
     tally = rollouts.total
-    proposer = sum(u.tokens for u in units) - sum(rollouts.units[u.name].tokens for u in units)
-    if set(rollouts.units) <= {"step_0000"}:  # light: only the baseline was read
+    seconds = _active_seconds(journal)
+    if light:
         return Totals(
             rollouts=tally.rollouts + sum(u.rollouts for u in units),
             tokens=tally.tokens + sum(u.tokens for u in units),
             usd=round(tally.usd + sum(u.cost_usd for u in units), 6),
-            seconds=_active_seconds(journal),
+            seconds=seconds,
         )
+    agents = sum(rollouts.units[u.name].tokens for u in units if u.name in rollouts.units)
+    proposer = max(0, sum(u.tokens for u in units) - agents)
     return Totals(
-        rollouts=tally.rollouts, cached=tally.cached, tokens=tally.tokens + max(0, proposer),
-        usd=round(tally.usd, 6), usd_estimated=tally.usd_estimated, seconds=_active_seconds(journal),
+        rollouts=tally.rollouts, cached=tally.cached, tokens=tally.tokens + proposer,
+        usd=round(tally.usd, 6), usd_estimated=tally.usd_estimated, seconds=seconds,
         statuses=dict(sorted(tally.statuses.items())),
     )  # fmt: skip
 

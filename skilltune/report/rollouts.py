@@ -127,13 +127,12 @@ class RunRollouts:
 def record_paths(run: RunDir, units: str = "*") -> list[tuple[str, Path]]:
     """(unit, record.json path) of every rollout under ``steps/<units>/`` and ``final/``."""
     found = [(p.parts[-6], p) for p in run.steps.glob(f"{units}/rollouts/*/*/*/record.json")]
-    if units == "*":
-        found += [("final", p) for p in run.final.glob("rollouts/*/*/*/record.json")]
+    found += [("final", p) for p in run.final.glob("rollouts/*/*/*/record.json")]
     return sorted(found)
 
 
 def read_rollouts(run: RunDir, metric: str, units: str = "*") -> RunRollouts:
-    """Tally the records of ``units`` (a glob over the unit folders; ``*``: all, and ``final``)."""
+    """Tally the records of ``units`` (a glob over the unit folders; ``*``: all) and of ``final/``."""
     tally = RunRollouts(metric)
     for unit, path in record_paths(run, units):
         tally.add(unit, path.parent, run.root, RolloutRecord.read(path))
