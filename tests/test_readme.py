@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from skilltune.cli import app
-from tests.helpers import REPO
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO
 
 README = (REPO / "README.md").read_text()
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
@@ -41,6 +41,12 @@ def test_readme_command_runs(command: str, tmp_path: Path, monkeypatch: pytest.M
         args[args.index("--out") + 1] = str(tmp_path / "out")
     if args[0] == "train":
         args += ["--runs-dir", str(tmp_path), "--quiet"]
+    if args[0] in ("report", "status"):  # they read the run the README's train line makes: make it here
+        import skilltune
+
+        tag = Path(args[1]).name
+        skilltune.train(MOCK_SUITE, MOCK_SKILL, tag=tag, runs_dir=str(tmp_path), max_steps=2, seed=1)
+        args[1] = str(tmp_path / tag)
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, f"{command}\n{result.output}"
 

@@ -83,7 +83,8 @@ def test_view_lists_runs_on_loopback(runs: Path) -> None:
     steps = sum(1 for r in rows if r["phase"] == "step")
     assert f"{steps} / 8" in page  # steps done / planned
     assert f"{float(kept[-1]['val_candidate']):.3f}" in page  # best val
-    assert f"{pair.diff:+.3f} [{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" in page  # held-out gain  # type: ignore[index]
+    assert pair.ci95 is not None
+    assert f"{pair.diff:+.3f} [{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" in page  # held-out gain
     assert "$0.00" in page  # cost (the mock agent is free)
 
 
@@ -148,7 +149,7 @@ def test_view_follows_a_run_as_it_goes(tmp_path: Path) -> None:
         origin = url.rstrip("/")
         report = browser.new_page()
         loads: list[str] = []
-        report.on("load", lambda: loads.append(report.url))
+        report.on("load", lambda loaded: loads.append(loaded.url))
         report.goto(f"{origin}/runs/live/")
         assert _text(report, "#state") == "stopped" and _text(report, "#units-done") == "0 / 9"
         listing = browser.new_page()
@@ -181,3 +182,11 @@ def _state(page: object) -> str:
         return _text(page, "#state")
     except Exception:  # the page is between two loads
         return ""
+
+
+def test_view_stays_out_of_the_readmes_executed_blocks() -> None:
+    """It serves until stopped: the README shows it in a text block, never in a run ```sh block."""
+    from tests.test_readme import _commands
+
+    assert not [c for c in _commands() if c.startswith("skilltune view")]
+    assert "skilltune view runs" in (REPO / "README.md").read_text()

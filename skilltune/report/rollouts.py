@@ -6,12 +6,15 @@ per rollout is kept but the train rollouts an edit may cite and the infra errors
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from skilltune.rundir import RunDir
-from skilltune.runfiles import RolloutRecord
+from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
 
 
 @dataclass
@@ -77,8 +80,10 @@ class RunRollouts:
     train: dict[tuple[str, str, int], TrainRollout] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     task_order: list[str] = field(default_factory=list)  # val tasks in the order first met
+    _seen: set[str] = field(default_factory=set)
 
-    def add(self, unit: str, folder: Path, root: Path, record: RolloutRecord) -> None:
+    def add(self, unit: str, folder: str, record: RolloutRecord) -> None:
+        """Count ``record``, found in ``folder`` (relative to the run directory, POSIX)."""
         self.total.add(record)
         self.units[unit].add(record)
         self.phases[(unit, record.phase)].add(record)
@@ -92,7 +97,7 @@ class RunRollouts:
             if record.phase == "gate" and record.score is not None:
                 self.outcomes[(unit, record.candidate, record.task_id)].add(record.score.hard)
         if record.phase == "train":
-            rel = folder.relative_to(root).as_posix()
+            rel = folder
             self.train[(unit, record.task_id, record.replicate)] = TrainRollout(
                 folder=rel,
                 status=record.status,
@@ -102,8 +107,6 @@ class RunRollouts:
             )
         if record.status in FAILURES:
             self.failures.append(Failure(unit, record.task_id, record.status, record.reason or ""))
-
-    _seen: set[str] = field(default_factory=set)
 
     def task_mean(self, unit: str, phase: str, candidate: str, task: str) -> float | None:
         values = self.scores.get((unit, phase, candidate, task))
@@ -124,16 +127,58 @@ class RunRollouts:
         return {task for (_, _, task), seen in self.outcomes.items() if len(seen) > 1}
 
 
-def record_paths(run: RunDir, units: str = "*") -> list[tuple[str, Path]]:
-    """(unit, record.json path) of every rollout under ``steps/<units>/`` and ``final/``."""
-    found = [(p.parts[-6], p) for p in run.steps.glob(f"{units}/rollouts/*/*/*/record.json")]
-    found += [("final", p) for p in run.final.glob("rollouts/*/*/*/record.json")]
-    return sorted(found)
+def record_paths(run: RunDir, units: str = "*") -> list[tuple[str, str]]:
+    """(unit, record folder relative to the run) of every rollout under ``steps/<units>/`` (a folder
+    name, or ``*``) and under ``final/``, in path order. The layout is fixed
+    (rollouts/PHASE/CAND12/ID_rK/), so folders are listed level by level, as strings: far cheaper
+    than a recursive glob over 50,000 rollouts."""
+    found: list[tuple[str, str]] = []
+    folders = [(e.name, f"steps/{e.name}") for e in _dirs(str(run.steps)) if units in ("*", e.name)]
+    folders.append(("final", "final"))
+    root = str(run.root)
+    for unit, folder in folders:
+        for phase in _dirs(os.path.join(root, folder, "rollouts")):  # noqa: PTH118 (strings: Path objects for 50,000 rollouts cost seconds)
+            for cand in _dirs(phase.path):
+                for rollout in _dirs(cand.path):
+                    found.append((unit, f"{folder}/rollouts/{phase.name}/{cand.name}/{rollout.name}"))
+    found.sort(key=lambda item: item[1])
+    return found
+
+
+def _dirs(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e for e in entries if e.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_record(path: str) -> RolloutRecord | None:
+    """A record.json through its model (None when the folder has none: a rollout never finished).
+
+    Validated straight from the bytes when it is of this schema version (the common case, and
+    twice as fast), else through ``RolloutRecord.read``, which migrates an older file and refuses
+    a newer one with its message."""
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123 (see record_paths)
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        record = RolloutRecord.model_validate_json(data)
+    except ValidationError:
+        return RolloutRecord.read(Path(path))
+    if "schema_version" not in record.model_fields_set or record.schema_version != SCHEMA_VERSION:
+        return RolloutRecord.read(Path(path))
+    return record
 
 
 def read_rollouts(run: RunDir, metric: str, units: str = "*") -> RunRollouts:
-    """Tally the records of ``units`` (a glob over the unit folders; ``*``: all) and of ``final/``."""
+    """Tally the records of ``units`` (a unit folder's name; ``*``: all) and of ``final/``."""
     tally = RunRollouts(metric)
-    for unit, path in record_paths(run, units):
-        tally.add(unit, path.parent, run.root, RolloutRecord.read(path))
+    root = str(run.root)
+    for unit, folder in record_paths(run, units):
+        record = read_record(os.path.join(root, folder, "record.json"))  # noqa: PTH118
+        if record is not None:
+            tally.add(unit, folder, record)
     return tally
