@@ -22,12 +22,12 @@ STAGE_COLORS = {
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
-def _html(fig: go.Figure, div_id: str, height: int) -> str:
+def _html(fig: go.Figure, div_id: str, height: int, legend_y: float = 1.08) -> str:
     import plotly.io as pio
 
     fig.update_layout(
         template="plotly_white", height=height, margin={"l": 60, "r": 20, "t": 40, "b": 60},
-        font={"family": "system-ui, sans-serif", "size": 12}, legend={"orientation": "h", "y": 1.08},
+        font={"family": "system-ui, sans-serif", "size": 12}, legend={"orientation": "h", "y": legend_y},
     )  # fmt: skip
     html: str = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=CONFIG)
     return html
@@ -180,7 +180,7 @@ def held_out_figure(summary: RunSummary) -> str | None:
     fig.add_vline(x=0, line={"color": "#444", "width": 1}, row=1, col=2)
     fig.update_yaxes(title_text=held.metric, range=[-0.02, 1.05], row=1, col=1)
     fig.update_xaxes(range=[-1, 1], row=1, col=2)
-    return _html(fig, "plot-heldout", 360)
+    return _html(fig, "plot-heldout", 380, legend_y=-0.15)
 
 
 def heatmap_figure(summary: RunSummary) -> str | None:
