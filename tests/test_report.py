@@ -115,3 +115,21 @@ def test_report_command(demo: Path, tmp_path: Path) -> None:
     bad = runner.invoke(app, ["report", str(tmp_path / "nothing")])
     assert bad.exit_code == 2 and "not a run directory" in bad.output
     assert not (tmp_path / "nothing").exists()
+
+
+def test_report_reads_a_run_of_an_older_skilltune(tmp_path: Path) -> None:
+    """The schema-1 run kept in tests/fixtures (written before versioned run files) is read through
+    the migrations, and nothing in it changes."""
+    import tarfile
+
+    from tests.helpers import REPO
+
+    with tarfile.open(REPO / "tests" / "fixtures" / "run-schema1" / "run.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    run = tmp_path / "old"
+    before = tree_digest(run)
+    s = summarize(run)
+    rows = results_rows(run)
+    assert [u.verdict for u in s.units] == [r["verdict"] for r in rows]
+    assert "<h1>old" in render_page(s)
+    assert tree_digest(run) == before

@@ -94,8 +94,15 @@ class RunsView:
             cached = self._reports.get(tag)
             if cached is not None and cached[0] == mark:
                 return cached[1]
+        for attempt in range(3):
+            try:
+                summary = summarize(path)
+                break
+            except FileNotFoundError:  # a live run swapped a folder in while it was read: read again
+                if attempt == 2:
+                    raise
         html = render_page(
-            summarize(path),
+            summary,
             plotly_src=plotly_src,
             live_url=f"/runs/{quote(tag)}/_fingerprint",
             live_token=mark,
@@ -138,6 +145,9 @@ class _Handler(BaseHTTPRequestHandler):
                 str(exc).encode(),
                 False,
             )
+        except OSError as exc:  # a file vanished under a live run, or cannot be read: say so, keep serving
+            message = f"could not read the run: {exc}; reload the page"
+            status, ctype, body, cache = HTTPStatus.SERVICE_UNAVAILABLE, "text/plain", message.encode(), False
         self.send_response(status)
         self.send_header("Content-Type", f"{ctype}; charset=utf-8" if ctype.startswith("text") else ctype)
         self.send_header("Content-Length", str(len(body)))
