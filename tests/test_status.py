@@ -94,8 +94,8 @@ def test_summaries_agree_across_depths(tmp_path: Path) -> None:
     """The list of runs reads little (``light``); status and report read every record: same figures."""
     run = train_demo(tmp_path, max_steps=3)
     full = summarize(run)
-    for depth in ("light", "rollouts"):
-        s = summarize(run, depth=depth)  # type: ignore[arg-type]
+    for depth in ("light", "rollouts"):  # the two lighter reads
+        s = summarize(run, depth=depth)
         assert (s.state, s.best_val, s.seed_val, s.kept, s.steps_done, s.gain) == (
             full.state, full.best_val, full.seed_val, full.kept, full.steps_done, full.gain,
         )  # fmt: skip
