@@ -320,6 +320,7 @@ def main() -> int:
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
                 "platform": platform.platform(),
+                "load_average_1m_at_end": round(os.getloadavg()[0], 2),
             },
             "run": {"units": UNITS, "rollouts": rollouts, "val_tasks": VAL, "kept": UNITS // KEEP_EVERY},
             "runs": args.runs,
