@@ -7,8 +7,11 @@ CLI write ``hello.txt`` with its own file-writing tool, then finish with a text.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import pytest
 
 from skilltune.agents import get_backend
 from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRecord, RolloutRunner, rollout_dir
@@ -58,6 +61,29 @@ def rollout(
     job = RolloutJob(task=suite.task("hello"), phase="eval", candidate=candidate, replicate=0, seed=0)
     record = runner.run(job)
     return record, rollout_dir(tmp_path / "out", job)
+
+
+T = TypeVar("T")
+
+
+def growing_wall_limit(
+    attempt: Callable[[float], T], reached: Callable[[T], bool], limits: Sequence[float], what: str
+) -> T:
+    """``attempt(wall_limit_s)`` with each limit in turn, until ``reached`` says the CLI got where the test
+    needs it before the limit struck (started up, reached the server, ran its tool); that result.
+
+    A test of what happens *at* a wall limit must not pass without having got there: on a slow or loaded
+    machine a CLI may still be starting when a short limit strikes (a different outcome, for a different
+    reason). The first limit keeps the test quick on an idle machine; a longer one follows only when
+    needed. Never reached: the test fails, saying so.
+    """
+    for limit in limits:
+        result = attempt(limit)
+        if reached(result):
+            return result
+    pytest.fail(
+        f"{what} did not happen before any of the wall limits tried ({', '.join(f'{x:g}' for x in limits)} s)"
+    )
 
 
 def check_success(record: RolloutRecord, folder: Path, server: FakeModelServer, cost_reported: bool) -> None:

@@ -21,6 +21,7 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.codex import LAST_MESSAGE_FILE, CodexAgent, CodexOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.rollout import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli
@@ -181,10 +182,17 @@ def test_http_errors_before_the_first_turn_are_infra_errors(
 
 def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, endpoint: Any) -> None:
     require_cli("codex")
-    endpoint(patch_scenario, [Failure(hang_s=60)])
     marker = f"skilltune-hang-{uuid.uuid4().hex}"
-    opts = options(wall_limit_s=3, extra_args=["-c", f'skilltune_test_marker="{marker}"'])
-    record, folder = common.rollout(tmp_path, "codex", opts)
+
+    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
+        server = endpoint(patch_scenario, [Failure(hang_s=120)])
+        opts = options(wall_limit_s=limit, extra_args=["-c", f'skilltune_test_marker="{marker}"'])
+        return (*common.rollout(tmp_path / f"limit-{limit:g}", "codex", opts), server)
+
+    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
+        return any(r.tools for r in result[2].requests)
+
+    record, folder, _ = common.growing_wall_limit(attempt, hung, (3, 9, 27), "codex's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

@@ -23,6 +23,7 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.copilot import NO_TOOLS, USAGE_FILE, CopilotAgent, CopilotOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.rollout import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli
@@ -194,11 +195,17 @@ def test_http_errors_before_the_first_turn_are_infra_errors(
 
 def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, endpoint: Any) -> None:
     require_cli("copilot")
-    endpoint(create_scenario, [Failure(hang_s=60)])
     marker = f"skilltune-hang-{uuid.uuid4().hex}"
-    record, folder = common.rollout(
-        tmp_path, "copilot", options(wall_limit_s=4, extra_args=[f"--name={marker}"])
-    )
+
+    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
+        server = endpoint(create_scenario, [Failure(hang_s=120)])
+        opts = options(wall_limit_s=limit, extra_args=[f"--name={marker}"])
+        return (*common.rollout(tmp_path / f"limit-{limit:g}", "copilot", opts), server)
+
+    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
+        return bool(model_calls(result[2]))
+
+    record, folder, _ = common.growing_wall_limit(attempt, hung, (4, 12, 36), "copilot's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

@@ -21,6 +21,7 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.gemini import GeminiAgent, GeminiOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.rollout import RolloutRecord
 from skilltune.suite import Task
 from tests.conftest import require_cli
 from tests.fakeserver import (
@@ -194,12 +195,19 @@ def test_turn_limit_is_task_failed(tmp_path: Path, endpoint: Any) -> None:
 def test_hanging_server_is_infra_and_leaves_no_process(tmp_path: Path, endpoint: Any) -> None:
     """A server that never answers: the wall limit kills gemini's process group; infra_error."""
     require_cli("gemini")
-    server = endpoint(failures=[Failure(hang_s=60)])
     marker = str(uuid.uuid4())  # gemini's --session-id: a unique word in its argv
-    options = {**BASE, "wall_limit_s": 8, "extra_args": ["--session-id", marker]}
-    record, folder = common.rollout(tmp_path, "gemini", options)
+
+    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
+        server = endpoint(failures=[Failure(hang_s=120)])
+        options = {**BASE, "wall_limit_s": limit, "extra_args": ["--session-id", marker]}
+        return (*common.rollout(tmp_path / f"limit-{limit:g}", "gemini", options), server)
+
+    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
+        return bool(result[2].requests)
+
+    record, folder, server = common.growing_wall_limit(attempt, hung, (8, 24, 72), "gemini's model request")
     assert record.status == "infra_error", (record.status, record.reason)
-    assert "no model turn" in (record.reason or ""), record.reason
+    assert "no model turn before the wall limit" in (record.reason or ""), record.reason
     assert len(server.requests) == 1  # gemini did reach the server, which never answered
     assert record.score is None and not (folder / "score.json").exists()
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
