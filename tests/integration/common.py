@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -47,7 +47,7 @@ def rollout(
     options: dict[str, Any],
     candidate: Candidate | None = SKILL,
     retry: RetryPolicy = NO_RETRY,
-) -> tuple[RolloutRecord, Path]:
+) -> Rollout:
     """One real rollout of ``agent`` on the hello task; returns the record and its folder."""
     suite = load_suite(hello_suite(tmp_path / "suite"))
     backend = get_backend(agent)
@@ -63,12 +63,15 @@ def rollout(
     return record, rollout_dir(tmp_path / "out", job)
 
 
-T = TypeVar("T")
+Rollout = tuple[RolloutRecord, Path]  # a record and its folder
 
 
 def growing_wall_limit(
-    attempt: Callable[[float], T], reached: Callable[[T], bool], limits: Sequence[float], what: str
-) -> T:
+    attempt: Callable[[float], Rollout],
+    reached: Callable[[Rollout], bool],
+    limits: Sequence[float],
+    what: str,
+) -> Rollout:
     """``attempt(wall_limit_s)`` with each limit in turn, until ``reached`` says the CLI got where the test
     needs it before the limit struck (started up, reached the server, ran its tool); that result.
 

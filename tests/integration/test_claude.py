@@ -23,7 +23,6 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.claude import ClaudeAgent, ClaudeOptions, interpret_stream
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
-from skilltune.rollout import RolloutRecord
 from skilltune.suite import Task
 from tests.conftest import require_cli
 from tests.fakeserver import (
@@ -177,15 +176,17 @@ def test_a_hanging_server_is_an_infra_error_and_the_process_group_is_gone(
     marker.parent.mkdir()
     marker.symlink_to(require_cli("claude"))
 
-    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
-        server = endpoint(hello_scenario, failures=[Failure(hang_s=120)])
+    servers: list[FakeModelServer] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        servers.append(endpoint(hello_scenario, failures=[Failure(hang_s=120)]))
         options = {**FAST, "wall_limit_s": limit, "executable": str(marker)}
-        return (*common.rollout(tmp_path / f"limit-{limit:g}", "claude", options), server)
+        return common.rollout(tmp_path / f"limit-{limit:g}", "claude", options)
 
-    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
-        return bool(model_calls(result[2]))
+    def hung(_: common.Rollout) -> bool:  # the server got the request it hangs on
+        return bool(model_calls(servers[-1]))
 
-    record, folder, _ = common.growing_wall_limit(attempt, hung, (4, 12, 36), "claude's model request")
+    record, folder = common.growing_wall_limit(attempt, hung, (4, 12, 36), "claude's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "no model turn before the wall limit" in (
         record.reason or ""

@@ -21,7 +21,6 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.codex import LAST_MESSAGE_FILE, CodexAgent, CodexOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
-from skilltune.rollout import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli
@@ -184,15 +183,17 @@ def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, 
     require_cli("codex")
     marker = f"skilltune-hang-{uuid.uuid4().hex}"
 
-    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
-        server = endpoint(patch_scenario, [Failure(hang_s=120)])
+    servers: list[FakeModelServer] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        servers.append(endpoint(patch_scenario, [Failure(hang_s=120)]))
         opts = options(wall_limit_s=limit, extra_args=["-c", f'skilltune_test_marker="{marker}"'])
-        return (*common.rollout(tmp_path / f"limit-{limit:g}", "codex", opts), server)
+        return common.rollout(tmp_path / f"limit-{limit:g}", "codex", opts)
 
-    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
-        return any(r.tools for r in result[2].requests)
+    def hung(_: common.Rollout) -> bool:  # the server got the request it hangs on
+        return bool(any(r.tools for r in servers[-1].requests))
 
-    record, folder, _ = common.growing_wall_limit(attempt, hung, (3, 9, 27), "codex's model request")
+    record, folder = common.growing_wall_limit(attempt, hung, (3, 9, 27), "codex's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

@@ -23,7 +23,6 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.copilot import NO_TOOLS, USAGE_FILE, CopilotAgent, CopilotOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
-from skilltune.rollout import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli
@@ -197,15 +196,17 @@ def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, 
     require_cli("copilot")
     marker = f"skilltune-hang-{uuid.uuid4().hex}"
 
-    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
-        server = endpoint(create_scenario, [Failure(hang_s=120)])
+    servers: list[FakeModelServer] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        servers.append(endpoint(create_scenario, [Failure(hang_s=120)]))
         opts = options(wall_limit_s=limit, extra_args=[f"--name={marker}"])
-        return (*common.rollout(tmp_path / f"limit-{limit:g}", "copilot", opts), server)
+        return common.rollout(tmp_path / f"limit-{limit:g}", "copilot", opts)
 
-    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
-        return bool(model_calls(result[2]))
+    def hung(_: common.Rollout) -> bool:  # the server got the request it hangs on
+        return bool(model_calls(servers[-1]))
 
-    record, folder, _ = common.growing_wall_limit(attempt, hung, (4, 12, 36), "copilot's model request")
+    record, folder = common.growing_wall_limit(attempt, hung, (4, 12, 36), "copilot's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

@@ -24,7 +24,6 @@ from skilltune.agents import get_backend, parse_agent_options
 from skilltune.agents.base import AgentRequest
 from skilltune.agents.cursor import CursorAgent
 from skilltune.errors import UsageError
-from skilltune.rollout import RolloutRecord
 from skilltune.suite import Task
 from tests.integration import common
 
@@ -160,11 +159,11 @@ def test_a_hanging_agent_is_an_infra_error_and_its_group_is_killed(tmp_path: Pat
     log = stand_in("hang")
     script = next((tmp_path / "bin").glob("cursor_agent_*.py"))
 
-    def attempt(limit: float) -> tuple[RolloutRecord, Path]:
+    def attempt(limit: float) -> common.Rollout:
         log.unlink(missing_ok=True)
         return common.rollout(tmp_path / f"limit-{limit:g}", "cursor", {**FAST, "wall_limit_s": limit})
 
-    def hanging(result: tuple[RolloutRecord, Path]) -> bool:  # the stand-in started (it logs first)
+    def hanging(_: common.Rollout) -> bool:  # the stand-in started (it logs first)
         return log.is_file()
 
     record, folder = common.growing_wall_limit(attempt, hanging, (2, 6, 18), "the stand-in's start")

@@ -21,7 +21,6 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.gemini import GeminiAgent, GeminiOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
-from skilltune.rollout import RolloutRecord
 from skilltune.suite import Task
 from tests.conftest import require_cli
 from tests.fakeserver import (
@@ -197,18 +196,20 @@ def test_hanging_server_is_infra_and_leaves_no_process(tmp_path: Path, endpoint:
     require_cli("gemini")
     marker = str(uuid.uuid4())  # gemini's --session-id: a unique word in its argv
 
-    def attempt(limit: float) -> tuple[RolloutRecord, Path, FakeModelServer]:
-        server = endpoint(failures=[Failure(hang_s=120)])
+    servers: list[FakeModelServer] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        servers.append(endpoint(failures=[Failure(hang_s=120)]))
         options = {**BASE, "wall_limit_s": limit, "extra_args": ["--session-id", marker]}
-        return (*common.rollout(tmp_path / f"limit-{limit:g}", "gemini", options), server)
+        return common.rollout(tmp_path / f"limit-{limit:g}", "gemini", options)
 
-    def hung(result: tuple[RolloutRecord, Path, FakeModelServer]) -> bool:  # the server got its request
-        return bool(result[2].requests)
+    def hung(_: common.Rollout) -> bool:  # the server got the request it hangs on
+        return bool(servers[-1].requests)
 
-    record, folder, server = common.growing_wall_limit(attempt, hung, (8, 24, 72), "gemini's model request")
+    record, folder = common.growing_wall_limit(attempt, hung, (8, 24, 72), "gemini's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "no model turn before the wall limit" in (record.reason or ""), record.reason
-    assert len(server.requests) == 1  # gemini did reach the server, which never answered
+    assert len(servers[-1].requests) == 1  # gemini did reach the server, which never answered
     assert record.score is None and not (folder / "score.json").exists()
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", f"gemini processes left behind: {left.stdout}"

@@ -211,14 +211,14 @@ def test_hanging_server_hits_the_wall_limit_and_leaves_no_process(
     require_opencode()
     marker = f"{MODEL}-hang{uuid.uuid4().hex[:8]}"  # in opencode's argv (--model), priced as gpt-4.1
 
-    def attempt(limit: float) -> tuple[Any, Path]:
+    def attempt(limit: float) -> common.Rollout:
         endpoint.requests.clear()
         endpoint.failures[:] = [Failure(hang_s=120)]
         return common.rollout(
             tmp_path / f"limit-{limit:g}", "opencode", {"model": marker, "wall_limit_s": limit}
         )
 
-    def hung(result: tuple[Any, Path]) -> bool:  # its model request reached the server, which hung
+    def hung(_: common.Rollout) -> bool:  # its model request reached the server, which hung
         return any(r.tools for r in endpoint.requests)
 
     record, folder = common.growing_wall_limit(attempt, hung, (10, 30, 90), "opencode's model request")
@@ -235,12 +235,12 @@ def test_tool_outliving_the_wall_limit_is_a_timeout_and_is_killed(
     require_opencode()
     marker = f"{MODEL}{SLEEPER}{uuid.uuid4().hex[:8]}"  # in opencode's argv and in the bash command
 
-    def attempt(limit: float) -> tuple[Any, Path]:
+    def attempt(limit: float) -> common.Rollout:
         return common.rollout(
             tmp_path / f"limit-{limit:g}", "opencode", {"model": marker, "wall_limit_s": limit}
         )
 
-    def tool_ran(result: tuple[Any, Path]) -> bool:  # the limit struck while the sleeper tool ran
+    def tool_ran(result: common.Rollout) -> bool:  # the limit struck while the sleeper tool ran
         diff = result[1] / "diff.patch"
         return diff.is_file() and SLEEPER_STARTED in diff.read_text()
 
