@@ -39,22 +39,24 @@ def test_both_suites_validate() -> None:
         ("Billing.", 1),
         ("  billing\n", 1),
         ("**billing**", 1),
-        ("The billing team should handle this message.", 0),
-        ("billing or account", 0),
-        ("bug", 0),
+        ("The message is about billing.", 0),
+        ("billing or exports", 0),
+        ("reports", 0),
         ("Hello! Thanks for writing in. billing", 0),
     ],
 )
 def test_only_the_right_label_alone_scores(suite: Suite, reply: str, hard: int, tmp_path: Path) -> None:
-    task = suite.task("double-charge")  # a billing message
+    task = suite.task("area-double-charge")  # a message about billing
     score = suite.scorer(task).score(task, tmp_path, AgentResult(status="ok", final_text=reply))
     assert score.hard == hard
 
 
-def test_every_label_is_used_in_every_split(suite: Suite) -> None:
+def test_every_kind_of_question_and_every_label_is_in_every_split(suite: Suite) -> None:
     for split in ("train", "val", "test"):
-        labels = {t.scoring["expected"].split("*")[1].removesuffix("\\W") for t in suite.tasks(split)}
-        assert labels == {"billing", "bug", "account", "feature"}, (split, labels)
+        tasks = suite.tasks(split)
+        assert {t.id.split("-")[0] for t in tasks} == {"ticket", "email", "area"}, split
+        labels = {t.scoring["expected"][4:-4] for t in tasks if t.id.startswith("area-")}
+        assert labels == {"billing", "calendar", "exports", "reports"}, (split, labels)
 
 
 def test_the_twin_has_the_same_tasks_without_their_answers(suite: Suite, null: PythonSuite) -> None:
@@ -80,10 +82,11 @@ def coin_score(null: PythonSuite, task_id: str, folder: Path, reply: str) -> int
 
 
 def test_the_coin_ignores_the_reply_and_is_fixed_per_rollout(null: PythonSuite, tmp_path: Path) -> None:
-    folder = rollout_folder(tmp_path, "gate", "0123456789ab", "double-charge", 3)
-    first = coin_score(null, "double-charge", folder, "billing")
+    folder = rollout_folder(tmp_path, "gate", "0123456789ab", "area-double-charge", 3)
+    first = coin_score(null, "area-double-charge", folder, "billing")
     assert all(
-        coin_score(null, "double-charge", folder, reply) == first for reply in ("bug", "", "billing " * 50)
+        coin_score(null, "area-double-charge", folder, reply) == first
+        for reply in ("reports", "", "billing " * 50)
     )
 
 
@@ -101,7 +104,7 @@ def test_the_coin_is_fair_and_differs_by_arm_and_replicate(null: PythonSuite, tm
 
 
 def test_the_coin_refuses_to_guess_without_a_rollout_folder(null: PythonSuite, tmp_path: Path) -> None:
-    task = null.task("double-charge")
+    task = null.task("area-double-charge")
     with pytest.raises(ScoringError, match="no rollout folder"):
         null.scorer(task).score(task, tmp_path, AgentResult(status="ok", final_text="billing"))
 
