@@ -80,8 +80,22 @@ def test_the_tutorial_covers_install_validate_calibrate_train_compare_in_order()
     ]
     assert order == sorted(order), heads
     sh = [c for lang, body in blocks() if lang == "sh" for c, _ in commands(body)]
-    for verb in ("validate", "smoke", "calibrate", "train", "compare", "run"):
+    for verb in (
+        "validate",
+        "smoke",
+        "calibrate",
+        "train",
+        "compare",
+        "run",
+        "report",
+        "status",
+        "audit",
+        "promote",
+    ):
         assert any(c.startswith(f"skilltune {verb} ") for c in sh), verb
+    assert not [c for c in sh if c.startswith("skilltune view")], (
+        "view serves until stopped: never in a sh block"
+    )
     assert not [c for c in sh if "--agent" in c and "--agent mock" not in c], (
         "only the mock agent runs offline"
     )
@@ -113,4 +127,6 @@ def test_every_command_of_the_tutorial_runs_and_prints_what_it_shows(
                 f"the tutorial shows, after `{body.strip()}`:\n{follows[1]}\nbut the commands printed:\n{shown[-4000:]}"
             )
     assert ran >= 15
-    assert (tmp_path / "runs" / "sqlite-tutorial" / "comparison.json").is_file()
+    trained = tmp_path / "runs" / "sqlite-tutorial"
+    assert (trained / "comparison.json").is_file() and (trained / "report.html").is_file()
+    assert "<script" in (trained / "report.html").read_text()
