@@ -41,12 +41,15 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _eta(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
+    """A wall time for people: 4.2s, 3m07s, 2h05m; '-' when there is none."""
     if seconds is None:
         return "-"
-    minutes, secs = divmod(int(seconds), 60)
+    minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
 WARNING = "warning: "  # lines starting with this are shown even by a quiet reporter
@@ -105,7 +108,7 @@ class LiveReporter:
             fmt(p.seed_val),
             fmt(p.best_val),
             p.last_verdict,
-            _eta(p.eta_seconds()),
+            duration(p.eta_seconds()),
         )
         return table
 

@@ -158,7 +158,7 @@ def load_skill(path: Path | str, *, check_front_matter: bool = True) -> Candidat
                 f"{path}: the skill holds {total} bytes of text; keep it under {MAX_SKILL_BYTES}"
             )
         candidate = Candidate(files, SKILL_FILE, "folder", fallback_name=_slug(path.resolve().name))
-        errors = [i for i in lint_candidate(candidate) if i.severity == "error" and i.kind == "front-matter"]
+        errors = [i for i in lint_candidate(candidate) if i.kind == "front-matter"]
         if errors and check_front_matter:
             raise UsageError("\n".join(f"{path / str(i)}" for i in errors))
         return candidate
@@ -185,7 +185,6 @@ class LintIssue:
     file: str
     line: int | None
     message: str
-    severity: Literal["error", "warning"] = "error"
     kind: str = "lint"
 
     def __str__(self) -> str:
@@ -204,9 +203,8 @@ def lint_candidate(candidate: Candidate) -> list[LintIssue]:
         line: int | None = None,
         *,
         kind: str = "lint",
-        severity: Literal["error", "warning"] = "error",
     ) -> None:
-        issues.append(LintIssue(main, line, message, severity, kind))
+        issues.append(LintIssue(main, line, message, kind))
 
     if candidate.kind == "folder" or fm.data is not None:
         if fm.error:

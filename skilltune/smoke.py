@@ -78,7 +78,7 @@ def smoke(
     try:
         candidate = load_skill(skill_path)
         lint = lint_candidate(candidate)
-        errors = [str(i) for i in lint if i.severity == "error"]
+        errors = [str(i) for i in lint]
         check("skill", not errors, "; ".join(errors) or f"{candidate.name} ({candidate.short})")
     except SkilltuneError as exc:
         check("skill", False, str(exc))

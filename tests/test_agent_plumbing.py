@@ -408,7 +408,7 @@ CURSOR_EVENTS: list[dict[str, Any]] = [
 
 
 def test_cursor_reads_its_tool_call_events_and_claudes_parser_does_not(tmp_path: Path) -> None:
-    outcome = ProcessOutcome(returncode=0, stdout_lines=[], stderr_tail="", seconds=1.0)
+    outcome = ProcessOutcome(returncode=0, stdout_lines=[], stderr_tail="")
     backend = CursorAgent()
     found = backend.interpret(CURSOR_EVENTS, outcome, make_request(backend, tmp_path))
     assert [(m.role, m.content) for m in found.messages] == [

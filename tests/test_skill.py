@@ -54,7 +54,7 @@ def full_skill(folder: Path) -> Path:
 
 
 def lint_errors(candidate: Candidate) -> list[LintIssue]:
-    return [i for i in lint_candidate(candidate) if i.severity == "error"]
+    return lint_candidate(candidate)
 
 
 def candidate(body: str, **extra: str) -> Candidate:

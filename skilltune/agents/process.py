@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_S = 5.0
@@ -28,13 +28,11 @@ class ProcessOutcome:
     returncode: int | None
     stdout_lines: list[str]
     stderr_tail: str
-    seconds: float
     timed_out: bool = False
     stalled: bool = False
     started: bool = True  # False: the executable could not be started at all
     error: str | None = None
     errno: int | None = None  # why it could not be started (errno.E2BIG: argv too long, ENOENT...)
-    last_output_s: float = field(default=0.0)  # seconds since start of the last stdout line
 
 
 _LIVE: set[int] = set()  # process groups of agents still running (for reap_orphans)
@@ -143,7 +141,7 @@ def run_agent_process(
         if stderr_file is not None:
             stderr_file.close()
         return ProcessOutcome(
-            None, [], str(exc), 0.0, started=False, error=f"{type(exc).__name__}: {exc}", errno=exc.errno
+            None, [], str(exc), started=False, error=f"{type(exc).__name__}: {exc}", errno=exc.errno
         )
     with _LIVE_LOCK:
         _LIVE.add(proc.pid)
@@ -218,8 +216,6 @@ def run_agent_process(
         returncode=proc.returncode,
         stdout_lines=lines,
         stderr_tail=tail,
-        seconds=time.monotonic() - t0,
         timed_out=timed_out,
         stalled=stalled,
-        last_output_s=last[0] - t0,
     )

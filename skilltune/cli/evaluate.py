@@ -219,9 +219,9 @@ def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single inst
     issues = lint_candidate(candidate)
     for issue in issues:
         out.print(
-            f"{skill / issue.file if candidate.kind == 'folder' else skill}{':' + str(issue.line) if issue.line else ''}: {issue.severity}: {issue.message}"
+            f"{skill / issue.file if candidate.kind == 'folder' else skill}{':' + str(issue.line) if issue.line else ''}: error: {issue.message}"
         )
-    if any(i.severity == "error" for i in issues):
+    if issues:
         raise typer.Exit(1)
     out.print(f"ok: {candidate.name} ({candidate.short}), {len(candidate.files)} file(s)")
 

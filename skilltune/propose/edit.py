@@ -240,8 +240,8 @@ def lint_edit(
     """
     if candidate.hash == incumbent.hash:
         return "the candidate is identical to the incumbent"
-    before = {i.message for i in lint_candidate(incumbent) if i.severity == "error"}
-    errors = [str(i) for i in lint_candidate(candidate) if i.severity == "error" and i.message not in before]
+    before = {i.message for i in lint_candidate(incumbent)}
+    errors = [str(i) for i in lint_candidate(candidate) if i.message not in before]
     if errors:
         return "lint: " + "; ".join(errors[:3])
     if candidate.name != incumbent.name:

@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from skilltune import __version__
+from skilltune.progress import duration, fmt
 from skilltune.report.figures import all_figures, plotly_script
 
 if TYPE_CHECKING:
@@ -31,31 +32,17 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["score"] = _score
+    env.filters["score"] = fmt
     env.filters["signed"] = _signed
-    env.filters["duration"] = _duration
+    env.filters["duration"] = duration
     env.filters["diffclass"] = _diff_class
     env.filters["num"] = lambda v: f"{v:,}"
     env.filters["usd"] = lambda v: f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
     return env
 
 
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
 def _diff_class(line: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +46,7 @@ from skilltune.runfiles import (
     SessionStart,
     StageDone,
     UnitRecord,
+    active_seconds,
 )
 from skilltune.skill import Candidate
 
@@ -308,7 +308,7 @@ def _totals(rollouts: RunRollouts, units: list[UnitView], journal: list[JournalE
     count); a light read (the records of the baseline and the held-out test only) adds what the
     unit records count instead."""
     tally = rollouts.total
-    seconds = _active_seconds(journal)
+    seconds = round(active_seconds(journal), 3)
     if light:
         return Totals(
             rollouts=tally.rollouts + sum(u.rollouts for u in units),
@@ -323,22 +323,6 @@ def _totals(rollouts: RunRollouts, units: list[UnitView], journal: list[JournalE
         usd=round(tally.usd, 6), usd_estimated=tally.usd_estimated, seconds=seconds,
         statuses=dict(sorted(tally.statuses.items())),
     )  # fmt: skip
-
-
-def _active_seconds(journal: list[JournalEvent]) -> float:
-    """Wall time over every session; a session ends at its last journal event (as the time budget counts)."""
-    total = 0.0
-    start = last = None
-    for event in journal:
-        ts = datetime.fromisoformat(event.ts)
-        if isinstance(event, SessionStart):
-            if start is not None and last is not None:
-                total += (last - start).total_seconds()
-            start = ts
-        last = ts
-    if start is not None and last is not None:
-        total += (last - start).total_seconds()
-    return round(total, 3)
 
 
 def _budgets(config: RunConfigFile | object, totals: Totals) -> list[BudgetLine]:

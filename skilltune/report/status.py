@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from skilltune.progress import duration, fmt
 from skilltune.report.model import RunSummary
 
 STATE_STYLE = {
@@ -13,18 +14,6 @@ STATE_STYLE = {
     "exhausted": "bold yellow", "interrupted": "bold yellow", "blocked": "bold red", "crash": "bold red",
 }  # fmt: skip
 LAST_VERDICTS = 5
-
-
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 def status_screen(s: RunSummary) -> RenderableType:
@@ -41,18 +30,18 @@ def status_screen(s: RunSummary) -> RenderableType:
     if s.current:
         facts.add_row("now", s.current)
     if s.live:
-        facts.add_row("ETA", f"{_duration(s.eta_seconds)} (remaining units at the mean unit's wall time)")
-    facts.add_row("val", f"seed {_score(s.seed_val)} -> best {_score(s.best_val)} ({s.best[:12]})")
+        facts.add_row("ETA", f"{duration(s.eta_seconds)} (remaining units at the mean unit's wall time)")
+    facts.add_row("val", f"seed {fmt(s.seed_val)} -> best {fmt(s.best_val)} ({s.best[:12]})")
     gain = s.gain
     if gain is not None:
         held = s.held_out
         split = held.split if held else "test"
         facts.add_row(
             "held-out",
-            f"best - S0 on {split}: {gain.diff:+.3f} [{_score(gain.low)}, {_score(gain.high)}] ({gain.verdict})",
+            f"best - S0 on {split}: {gain.diff:+.3f} [{fmt(gain.low)}, {fmt(gain.high)}] ({gain.verdict})",
         )
     t = s.totals
-    spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {_duration(t.seconds)} wall"
+    spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {duration(t.seconds)} wall"
     facts.add_row("spent", spent + (f" ({t.cached:,} rollouts from the cache)" if t.cached else ""))
     for line in s.budgets:
         facts.add_row(f"budget {line.name}", f"{line.left:,.6g} left of {line.limit:,.6g}")
@@ -74,8 +63,8 @@ def status_screen(s: RunSummary) -> RenderableType:
         verdicts.add_row(
             u.name,
             Text(u.verdict, style=style),
-            _score(u.val_candidate),
-            _score(u.val_incumbent),
+            fmt(u.val_candidate),
+            fmt(u.val_incumbent),
             u.reason or u.decision,
         )
     parts: list[RenderableType] = [head, facts]

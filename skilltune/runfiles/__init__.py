@@ -46,6 +46,7 @@ from skilltune.runfiles.journal import (
     SessionStart,
     StageDone,
     UnitEnd,
+    active_seconds,
     parse_event,
 )
 from skilltune.runfiles.review import (
@@ -116,5 +117,6 @@ __all__ = [
     "UnitEnd",
     "UnitRecord",
     "Verdict",
+    "active_seconds",
     "parse_event",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -85,3 +86,20 @@ def parse_event(raw: Any, what: str) -> JournalEvent:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         raise RunFileError(f"{what}: not a journal event ({where}: {first['msg']})") from None
+
+
+def active_seconds(journal: Iterable[JournalEvent]) -> float:
+    """Wall time over every session, each ending at its last journal event (a kill leaves no
+    session_end): what the time budget counts and what reports show."""
+    total = 0.0
+    start = last = None
+    for event in journal:
+        ts = datetime.fromisoformat(event.ts)
+        if isinstance(event, SessionStart):
+            if start is not None and last is not None:
+                total += (last - start).total_seconds()
+            start = ts
+        last = ts
+    if start is not None and last is not None:
+        total += (last - start).total_seconds()
+    return total

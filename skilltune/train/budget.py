@@ -8,11 +8,10 @@ run at the same unit however often it was interrupted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, RolloutRecord, SessionStart, SlowUpdateFile
+from skilltune.runfiles import ReflectionsFile, RolloutRecord, SlowUpdateFile, active_seconds
 from skilltune.suite import Suite
 
 
@@ -117,19 +116,7 @@ def spent(run: RunDir) -> Spent:
 
 def hours_spent(run: RunDir) -> float:
     """Active hours over every session; a session ends at its last journal event."""
-    total = 0.0
-    start: datetime | None = None
-    last: datetime | None = None
-    for event in run.read_journal():
-        ts = datetime.fromisoformat(event.ts)
-        if isinstance(event, SessionStart):
-            if start is not None and last is not None:
-                total += (last - start).total_seconds()
-            start = ts
-        last = ts
-    if start is not None and last is not None:
-        total += (last - start).total_seconds()
-    return total / 3600
+    return active_seconds(run.read_journal()) / 3600
 
 
 @dataclass(frozen=True)

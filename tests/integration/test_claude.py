@@ -355,7 +355,7 @@ def test_options_and_command(tmp_path: Path) -> None:
 
 
 def outcome(returncode: int = 1, stderr: str = "", timed_out: bool = False) -> ProcessOutcome:
-    return ProcessOutcome(returncode, [], stderr, 1.0, timed_out=timed_out)
+    return ProcessOutcome(returncode, [], stderr, timed_out=timed_out)
 
 
 def assistant(text: str, msg_id: str = "m1", model: str = MODEL) -> dict[str, Any]:

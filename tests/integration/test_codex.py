@@ -211,7 +211,7 @@ def test_stream_failures_after_a_model_turn(tmp_path: Path) -> None:
         {"type": "turn.started"},
         {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "working"}},
     ]
-    failed = ProcessOutcome(returncode=1, stdout_lines=[], stderr_tail="", seconds=1.0)
+    failed = ProcessOutcome(returncode=1, stdout_lines=[], stderr_tail="")
 
     def status(message: str, events: list[dict[str, Any]] = turn) -> tuple[str, str | None]:
         result = backend.interpret(
@@ -230,13 +230,13 @@ def test_stream_failures_after_a_model_turn(tmp_path: Path) -> None:
     assert status("Codex ran out of room in the model's context window.", turn[:2])[0] == "infra_error"
     ok = backend.interpret(
         [*turn, {"type": "turn.completed", "usage": {"input_tokens": 7, "output_tokens": 3}}],
-        ProcessOutcome(returncode=0, stdout_lines=[], stderr_tail="", seconds=1.0),
+        ProcessOutcome(returncode=0, stdout_lines=[], stderr_tail=""),
         request,
     )
     assert (ok.status, ok.final_text, ok.tokens_in, ok.tokens_out, ok.turns) == ("ok", "working", 7, 3, 1)
     crashed = backend.interpret(
         [],
-        ProcessOutcome(returncode=1, stdout_lines=[], stderr_tail="Error loading config.toml", seconds=0.1),
+        ProcessOutcome(returncode=1, stdout_lines=[], stderr_tail="Error loading config.toml"),
         request,
     )
     assert crashed.status == "infra_error" and "config.toml" in (crashed.reason or "")

@@ -239,7 +239,7 @@ def test_failures_after_a_model_turn() -> None:
     def interpret(
         events: list[dict[str, Any]], exit_code: int = 1, stderr: str = "", timed_out: bool = False
     ) -> tuple[str, str | None]:
-        outcome = ProcessOutcome(exit_code, [], stderr, 1.0, timed_out=timed_out)
+        outcome = ProcessOutcome(exit_code, [], stderr, timed_out=timed_out)
         found = backend.interpret(events, outcome, request)
         return found.status, found.reason
 

@@ -299,7 +299,7 @@ def test_options_and_interpretation(tmp_path: Path) -> None:
             },
         },
     ]
-    result = backend.interpret(events, ProcessOutcome(0, [], "", 1.0), request)
+    result = backend.interpret(events, ProcessOutcome(0, [], ""), request)
     assert (result.status, result.final_text, result.turns) == ("ok", "Hello", 1)
     assert (result.tokens_in, result.tokens_out, result.model) == (1000, 200, "gemini-2.5-pro")
     assert result.cost_estimated and result.cost_usd == pytest.approx((1000 * 1.25 + 200 * 10.0) / 1e6)
@@ -309,7 +309,7 @@ def test_options_and_interpretation(tmp_path: Path) -> None:
             *events[:4],
             {"type": "result", "status": "error", "error": {"message": "[API Error: bad request]"}},
         ],
-        ProcessOutcome(144, [], "", 1.0),
+        ProcessOutcome(144, [], ""),
         request,
     )
     assert failed.status == "task_failed" and "HTTP 400" in (failed.reason or "")
@@ -320,14 +320,14 @@ def test_options_and_interpretation(tmp_path: Path) -> None:
             {"type": "error", "severity": "error", "message": empty},
             {"type": "result", "status": "error"},
         ],
-        ProcessOutcome(0, [], "", 1.0),
+        ProcessOutcome(0, [], ""),
         request,
     )
     assert transient.status == "infra_error" and "empty response" in (transient.reason or "")
-    crashed = backend.interpret([], ProcessOutcome(1, [], "TypeError: boom\n", 1.0), request)
+    crashed = backend.interpret([], ProcessOutcome(1, [], "TypeError: boom\n"), request)
     assert crashed.status == "infra_error" and "boom" in (crashed.reason or "")
     stderr = "YOLO mode is enabled.\nWhen using Gemini API, you must specify the GEMINI_API_KEY environment variable.\n"
-    no_key = backend.interpret([], ProcessOutcome(41, [], stderr, 1.0), request)
+    no_key = backend.interpret([], ProcessOutcome(41, [], stderr), request)
     assert no_key.status == "infra_error" and "must specify the GEMINI_API_KEY" in (no_key.reason or "")
 
 

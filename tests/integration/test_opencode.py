@@ -293,7 +293,7 @@ def test_interpret_errors_and_usage() -> None:
     require_opencode()
 
     def outcome(rc: int = 0) -> ProcessOutcome:
-        return ProcessOutcome(returncode=rc, stdout_lines=[], stderr_tail="", seconds=1.0)
+        return ProcessOutcome(returncode=rc, stdout_lines=[], stderr_tail="")
 
     step = {"type": "step_finish", "part": {"tokens": {"input": 90, "output": 20, "reasoning": 5,
             "cache": {"read": 10, "write": 0}}, "cost": 0.002}}  # fmt: skip

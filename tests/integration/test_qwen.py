@@ -270,7 +270,7 @@ def test_replayed_streams() -> None:
     def interpret(
         events: list[dict[str, Any]], code: int = 0, stderr: str = ""
     ) -> tuple[str, str | None, Any]:
-        found = backend.interpret([init, *events], ProcessOutcome(code, [], stderr, 1.0), request)
+        found = backend.interpret([init, *events], ProcessOutcome(code, [], stderr), request)
         return found.status, found.reason, found
 
     error_503 = "[API Error: 503 scripted 503]"
