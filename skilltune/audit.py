@@ -33,14 +33,10 @@ from skilltune.runfiles import (
 )
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, load_suite
+from skilltune.textfmt import one_line
 
 SLOW_UPDATE_BLOCK = "slow-update"  # the block an epoch update writes (train/epoch.py)
 _CLIP = 160
-
-
-def _clip(text: str, limit: int = _CLIP) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def audit(run_dir: str | Path, *, suite: str | Path | None = None, write: bool = True) -> AuditFile:
@@ -138,7 +134,7 @@ def _leaks(history: History, suite: Suite) -> tuple[list[AuditFinding], dict[str
             continue
         parts = []
         if hit.passages:
-            shown = "; ".join(f"{_clip(p, 100)!r} from {source}" for p, source in hit.passages[:3])
+            shown = "; ".join(f"{one_line(p, 100)!r} from {source}" for p, source in hit.passages[:3])
             more = f" and {len(hit.passages) - 3} more" if len(hit.passages) > 3 else ""
             parts.append(f"{len(hit.passages)} passage(s) of {NGRAM}+ words from val/test: {shown}{more}")
         if hit.ids:
@@ -331,7 +327,7 @@ def _rejected_again(history: History) -> list[AuditFinding]:
                     AuditFinding(
                         check="rejected-edit",
                         where=f"steps/{name}/reflections.json",
-                        message=f"proposed again an edit rejected in {earlier}: {_clip(edit.compact())}",
+                        message=f"proposed again an edit rejected in {earlier}: {one_line(edit.compact(), _CLIP)}",
                         details={"rejected_in": earlier, "edit": edit.compact()},
                     )
                 )

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from skilltune.calibrate import FLAKY_SD, SATURATED
 from skilltune.lineage import History, unit_name
-from skilltune.progress import fmt
 from skilltune.rollout import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
@@ -36,6 +35,7 @@ from skilltune.runfiles import (
     UnitRecord,
 )
 from skilltune.suite import Suite
+from skilltune.textfmt import fmt, one_line, signed
 
 MARKER = "<!-- skilltune-run: {} -->"
 _LISTED = 10  # rejected units listed in an entry (results.tsv has them all)
@@ -117,15 +117,6 @@ def _records(folder: Path) -> list[RolloutRecord]:
     return [RolloutRecord.read(p) for p in sorted(folder.glob("rollouts/*/*/*/record.json"))]
 
 
-def _clip(text: str, limit: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}"
-
-
 def render_entry(
     history: History, rid: str, suite: Suite | None = None, ending: tuple[str, str] | None = None
 ) -> str:
@@ -173,18 +164,18 @@ def _deltas(history: History, comparison: Comparison | None, seed_val: float | N
         out.append("- **Held-out**: no comparison (nothing kept, or no test split)")
         return out
     for pair in comparison.pairs:
-        ci = f"[{_signed(pair.ci95[0])}, {_signed(pair.ci95[1])}]" if pair.ci95 else "[-]"
+        ci = f"[{signed(pair.ci95[0])}, {signed(pair.ci95[1])}]" if pair.ci95 else "[-]"
         p = "-" if pair.p_value is None else f"{pair.p_value:.3g}"
         a, b = (comparison.arms[arm].metric(comparison.metric) for arm in (pair.a, pair.b))
         out.append(
             f"- **Held-out** ({comparison.split}, {comparison.metric}, {comparison.reps} rep(s), "
             f"{pair.n_tasks} tasks): {pair.a} {fmt(a)} -> {pair.b} {fmt(b)}: "
-            f"{_signed(pair.diff)}, 95% CI {ci}, p {p} ({pair.verdict})"
+            f"{signed(pair.diff)}, 95% CI {ci}, p {p} ({pair.verdict})"
         )
     best = comparison.arms.get("best")
     test = best.metric(comparison.metric) if best is not None else None
     if test is not None and best_val is not None:
-        out.append(f"- **Val -> test gap** of the best: {_signed(test - best_val)}")
+        out.append(f"- **Val -> test gap** of the best: {signed(test - best_val)}")
     return out
 
 
@@ -225,10 +216,13 @@ def _edits(history: History) -> list[str]:
     shown = rejected[:_LISTED]
     out = [
         f"- **Kept** {len(kept)} unit(s), edits: {kinds(kept)}",
-        *[f"  - {u.kind} {u.index}: {_clip(edit, 120)}" for u in kept for edit in u.edits],
+        *[f"  - {u.kind} {u.index}: {one_line(edit, 120)}" for u in kept for edit in u.edits],
         f"- **Rejected** {len(rejected)} unit(s) ({', '.join(f'{d} {n}' for d, n in sorted(decisions.items())) or 'none'}): "
         f"edits: {kinds(rejected)}",
-        *[f"  - {u.kind} {u.index}: {_clip('; '.join(u.edits), 100)} ({_clip(u.reason, 80)})" for u in shown],
+        *[
+            f"  - {u.kind} {u.index}: {one_line('; '.join(u.edits), 100)} ({one_line(u.reason, 80)})"
+            for u in shown
+        ],
     ]
     if len(rejected) > len(shown):
         out.append(f"  - ... {len(rejected) - len(shown)} more in results.tsv")

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from skilltune.textfmt import duration, fmt
+
 
 @dataclass
 class RunProgress:
@@ -34,22 +36,6 @@ class RunProgress:
             return None
         rate = (time.monotonic() - self.started) / self.session_rollouts
         return rate * (self.rollouts_planned - self.rollouts_done)
-
-
-def fmt(value: float | None) -> str:
-    """A score for people: three decimals, '-' when there is none."""
-    return "-" if value is None else f"{value:.3f}"
-
-
-def duration(seconds: float | None) -> str:
-    """A wall time for people: 4.2s, 3m07s, 2h05m; '-' when there is none."""
-    if seconds is None:
-        return "-"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
 WARNING = "warning: "  # lines starting with this are shown even by a quiet reporter

@@ -113,10 +113,6 @@ AgentOpts = Annotated[
 ]
 
 
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 class progress_bar:
     """A Rich progress bar on a terminal; nothing otherwise."""
 

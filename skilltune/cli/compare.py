@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 def print_comparison(comparison: Comparison) -> None:
-    from skilltune.progress import fmt
+    from skilltune.textfmt import fmt
 
     table = Table(
         title=f"{comparison.split}: {comparison.reps} rep(s) per task, {comparison.agent}",
@@ -158,7 +158,7 @@ def _meta_settings(
 
 
 def _print_meta(report: MetaEval, out_dir: Path) -> None:
-    from skilltune.progress import fmt
+    from skilltune.textfmt import fmt
 
     planted = report.kind == "planted"
     table = Table(title=f"meta-eval {report.kind}", title_justify="left")

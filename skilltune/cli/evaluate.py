@@ -126,7 +126,7 @@ def run(
 
 
 def print_summary(summary: EvalSummary) -> None:
-    from skilltune.progress import fmt
+    from skilltune.textfmt import fmt
 
     title = f"{summary.skill_name or 'no skill'} on {summary.split} ({summary.agent}, {summary.reps} rep(s), seed {summary.seed})"
     table = Table(title=title, title_justify="left")
@@ -259,9 +259,9 @@ def calibrate(
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
     from skilltune.calibrate import calibrate as skilltune_calibrate
-    from skilltune.progress import fmt
     from skilltune.skill import load_skill
     from skilltune.suite import load_suite
+    from skilltune.textfmt import fmt
 
     if skill is not None and no_skill:
         raise UsageError("--skill and --no-skill exclude each other: give one")

@@ -66,7 +66,7 @@ def audit(
 
 
 def _evidence_lines(hunk: HunkPlan) -> list[str]:
-    from skilltune.progress import fmt
+    from skilltune.textfmt import fmt
 
     lines = []
     for unit in hunk.units:
@@ -82,7 +82,7 @@ def _evidence_lines(hunk: HunkPlan) -> list[str]:
 
 
 def print_plan(plan: PromotePlan) -> None:
-    from skilltune.progress import fmt
+    from skilltune.textfmt import fmt
 
     out.print(
         f"promote {plan.run} -> {plan.live} (run {plan.state or 'not ended'}; seed {plan.seed[:12]} -> best "

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import AgentOpts, CacheOpt, SuiteArg, app, clip, err, guarded, out, parse_agent_opts
+from skilltune.cli.app import AgentOpts, CacheOpt, SuiteArg, app, err, guarded, out, parse_agent_opts
 from skilltune.cli.compare import print_comparison
 from skilltune.errors import UsageError
+from skilltune.textfmt import one_line
 
 if TYPE_CHECKING:  # the training stack loads when a command runs, not for --help or --version
     from skilltune.progress import Reporter
@@ -102,14 +103,14 @@ def print_units(run_dir: Path) -> None:
         get = {name: row[i] for name, i in index.items()}
         table.add_row(
             get["step"], get["phase"], get["verdict"], num(get["val_candidate"]), num(get["val_incumbent"]),
-            get["rollouts"], clip(get["description"], 44),
+            get["rollouts"], one_line(get["description"], 44),
         )  # fmt: skip
     table.caption = "cand / inc: val score of the candidate and the incumbent"
     out.print(table)
 
 
 def _finish_run(result: TrainResult) -> None:
-    from skilltune.progress import fmt
+    from skilltune.textfmt import fmt
 
     print_units(Path(result.run_dir))
     out.print(f"\n[bold]{result.state}[/bold]: {result.reason}", markup=True)

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skilltune.textfmt import one_line
+
 EditOp = Literal["append", "insert_after", "replace", "delete"]
 
 
@@ -52,14 +54,9 @@ class Edit(BaseModel):
 
     def compact(self) -> str:
         """``op@anchor: text`` — how rejected edits are shown to later proposer prompts."""
-        anchor = f"@{_clip(self.anchor)}" if self.anchor else ""
-        body = f": {_clip(self.text, 160)}" if self.text else ""
+        anchor = f"@{one_line(self.anchor, 60)}" if self.anchor else ""
+        body = f": {one_line(self.text, 160)}" if self.text else ""
         return f"{self.op}{anchor}{body}"
-
-
-def _clip(text: str | None, limit: int = 60) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class RejectedEdit(BaseModel):

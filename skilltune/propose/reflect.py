@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import SkilltuneError
-from skilltune.progress import fmt
 from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
 from skilltune.runfiles import RolloutRecord, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
+from skilltune.textfmt import fmt
 
 _DIFF_LIMIT = 20_000
 

@@ -12,8 +12,8 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from skilltune import __version__
-from skilltune.progress import duration, fmt
 from skilltune.report.figures import all_figures, plotly_script
+from skilltune.textfmt import duration, fmt, signed
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -33,16 +33,12 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["score"] = fmt
-    env.filters["signed"] = _signed
+    env.filters["signed"] = signed
     env.filters["duration"] = duration
     env.filters["diffclass"] = _diff_class
     env.filters["num"] = lambda v: f"{v:,}"
     env.filters["usd"] = lambda v: f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
     return env
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}"
 
 
 def _diff_class(line: str) -> str:

@@ -6,8 +6,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from skilltune.progress import duration, fmt
 from skilltune.report.model import RunSummary
+from skilltune.textfmt import duration, fmt
 
 STATE_STYLE = {
     "success": "bold green", "no-progress": "bold", "running": "bold blue", "stopped": "bold yellow",

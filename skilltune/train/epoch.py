@@ -10,11 +10,11 @@ is never deployed with the skill.
 
 from __future__ import annotations
 
-from skilltune.progress import fmt
 from skilltune.propose.edit import set_protected_block
 from skilltune.rollout import accuracy
 from skilltune.runfiles import SlowUpdateFile, UnitRecord
 from skilltune.store import write_text
+from skilltune.textfmt import fmt
 from skilltune.train.context import RunContext
 from skilltune.train.gating import Draft, close, settle
 from skilltune.train.rollouts import replicate_base

@@ -14,9 +14,9 @@ from skilltune.audit import audit_history
 from skilltune.compare import build_comparison
 from skilltune.findings import record_findings
 from skilltune.lineage import History
-from skilltune.progress import fmt
 from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
+from skilltune.textfmt import fmt
 from skilltune.train.budget import records_run
 from skilltune.train.context import RunContext
 from skilltune.train.gating import write_best

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from skilltune.progress import fmt
 from skilltune.propose.edit import lint_edit
 from skilltune.runfiles import RolloutRecord, UnitEnd, UnitRecord, Verdict
 from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task
+from skilltune.textfmt import fmt
 from skilltune.train.budget import proposer_tokens, records_run
 from skilltune.train.context import RunContext
 from skilltune.train.rollouts import RunRollouts, replicate_base

@@ -11,12 +11,12 @@ gate, the edit budget, the proposer); this module only sequences them.
 from __future__ import annotations
 
 from skilltune.errors import UsageError
-from skilltune.progress import fmt
 from skilltune.propose.reflect import render_memory
 from skilltune.rollout import accuracy
 from skilltune.runfiles import UnitRecord
 from skilltune.store import write_text
 from skilltune.suite import load_suite
+from skilltune.textfmt import fmt
 from skilltune.train.budget import records_run
 from skilltune.train.context import RunContext
 from skilltune.train.epoch import run_epoch_update
