@@ -3,7 +3,7 @@ entry was appended, so that no resume or re-run of the end appends it twice)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -18,15 +18,7 @@ Check = Literal[
     "rejected-edit",
     "contaminated-gate",
 ]
-CHECKS: tuple[Check, ...] = (
-    "leak",
-    "best-lineage",
-    "protected-block",
-    "contract-drift",
-    "agent-drift",
-    "rejected-edit",
-    "contaminated-gate",
-)
+CHECKS: tuple[Check, ...] = get_args(Check)
 
 
 FIRST_VERSION = 3  # audit.json and findings.json first exist in run schema 3
