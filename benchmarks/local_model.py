@@ -58,7 +58,6 @@ NULL = EXAMPLE / "null"
 SKILL = EXAMPLE / "skill"
 RESULTS = ROOT / "benchmarks" / "results" / "local_model.json"
 CAL_REPS = 2
-TEST_REPS = 2
 BATCH = 8
 PROBES = 3
 GROWTH_CAP = 2.0  # the seed is short: room for the 2-4 pool rules a step appends
@@ -108,29 +107,35 @@ def sizes() -> dict[str, int]:
     return {split: len(suite.tasks(split)) for split in ("train", "val", "test")}
 
 
-def worst_case(n: dict[str, int], steps: int, max_reps: int) -> dict[str, int]:
+def worst_case(n: dict[str, int], steps: int, max_reps: int, test_reps: int) -> dict[str, int]:
     """Rollouts each phase may cost at most."""
     step = min(BATCH, n["train"]) + 2 * n["val"] * max_reps
-    train_run = n["val"] + steps * step + 2 * n["test"] * TEST_REPS
+    train_run = n["val"] + steps * step + 2 * n["test"] * test_reps
     return {
         "calibrate": n["val"] * CAL_REPS,
         "train": train_run,
-        "compare": 3 * n["test"] * TEST_REPS,  # all three arms, in case the run's own test did not happen
+        # A run that kept something tested S0 and best itself (counted in "train"; compare reuses
+        # them through the cache and adds no skill); one that kept nothing did not, and compare
+        # runs S0 and no skill. Either way the two phases add one arm beyond the run's own.
+        "compare": n["test"] * test_reps,
         "null train": train_run,
-        "null compare": 2 * n["test"] * TEST_REPS,
+        "null compare": 2 * n["test"] * test_reps,
     }
 
 
-def plan(n: dict[str, int], seconds: float, budget_min: float, steps: int, max_reps: int) -> tuple[int, int]:
+def plan(
+    n: dict[str, int], seconds: float, budget_min: float, steps: int, max_reps: int, test_reps: int
+) -> tuple[int, int]:
     """The most steps (then the highest replicate cap) whose worst case fits the budget."""
-    for reps in range(max_reps, 2, -1):
-        for s in range(steps, 0, -1):
-            if sum(worst_case(n, s, reps).values()) * seconds <= budget_min * 60:
+    for s in range(steps, 0, -1):
+        for reps in range(max_reps, 2, -1):
+            if sum(worst_case(n, s, reps, test_reps).values()) * seconds <= budget_min * 60:
                 return s, reps
-    need = sum(worst_case(n, 1, 3).values()) * seconds / 60
+    need = sum(worst_case(n, 1, 3, test_reps).values()) * seconds / 60
     raise SystemExit(
         f"at {seconds:.1f} s per rollout even 1 step per run with a cap of 3 replicates may take "
-        f"{need:.0f} min, over --budget-min {budget_min:g}: raise the budget, or run when the machine is idle"
+        f"{need:.0f} min, over --budget-min {budget_min:g}: raise the budget, lower --test-reps, "
+        "or run when the machine is idle"
     )
 
 
@@ -190,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         "--max-reps", type=int, default=4, help="the sequential gate's replicate cap, at most"
     )
     parser.add_argument(
+        "--test-reps",
+        type=int,
+        default=2,
+        help="replicates per held-out task per arm (1 on a loaded machine)",
+    )
+    parser.add_argument(
         "--max-tokens", type=int, default=32, help="reply limit per rollout (a label is 1-3 tokens)"
     )
     parser.add_argument(
@@ -230,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
 
     seconds = HARNESS_S if args.agent == "mock" else measure(base_url, args.model, key, args.max_tokens)
     n = sizes()
-    steps, max_reps = plan(n, seconds, args.budget_min, args.steps, args.max_reps)
-    worst = worst_case(n, steps, max_reps)
+    steps, max_reps = plan(n, seconds, args.budget_min, args.steps, args.max_reps, args.test_reps)
+    worst = worst_case(n, steps, max_reps, args.test_reps)
     budget_s = args.budget_min * 60
     fixed_s = (worst["calibrate"] + worst["compare"] + worst["null compare"]) * seconds
     train_hours = max((budget_s - fixed_s) / 2, 60.0) / 3600
@@ -242,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"measured {seconds:.1f} s per rollout (median of {PROBES} requests, harness included); "
         f"plan: {steps} step(s) per run, gate cap {max_reps} replicates, batch {BATCH}, "
-        f"test {n['test']} tasks x {TEST_REPS} reps"
+        f"test {n['test']} tasks x {args.test_reps} reps"
     )
     print(
         f"budget: {args.budget_min:g} min; worst case {sum(worst.values())} rollouts "
@@ -264,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         "proposer_options": proposer_options,
         "max_steps": steps,
         "batch": BATCH,
-        "test_reps": TEST_REPS,
+        "test_reps": args.test_reps,
         "gate_options": {"max_reps": max_reps},
         "seed": args.seed,
         "runs_dir": str(out),
@@ -286,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if best_skill.hash == seed_skill.hash:
             arms.pop("best")
         held_out = timed("compare", walls, lambda: compare(
-            SUITE, arms, split="test", reps=TEST_REPS, seed=args.seed, out=out / "compare", force=True, **common
+            SUITE, arms, split="test", reps=args.test_reps, seed=args.seed, out=out / "compare", force=True, **common
         ))  # fmt: skip
         null_run = timed("null train", walls, lambda: train(
             NULL, SKILL, tag="null", force=True, reporter=reporter, **settings
@@ -295,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         null_held_out = None
         if best_skill.hash != seed_skill.hash:
             null_held_out = timed("null compare", walls, lambda: compare(
-                NULL, null_arms, split="test", reps=TEST_REPS, seed=args.seed, out=out / "null-compare",
+                NULL, null_arms, split="test", reps=args.test_reps, seed=args.seed, out=out / "null-compare",
                 force=True, **common,
             ))  # fmt: skip
     except SkilltuneError as exc:
@@ -326,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  {u.kind} {u.step}: {u.verdict:<7} val {u.val_candidate} vs {u.val_incumbent}; {u.reason[:90]}"
         )
     print()
-    print(f"held-out (test, {n['test']} tasks x {TEST_REPS} reps, {held_out.metric}):")
+    print(f"held-out (test, {n['test']} tasks x {args.test_reps} reps, {held_out.metric}):")
     for name, arm in held_out.arms.items():
         print(f"  {name:<8} {arm.mixed:.3f}  (hard {arm.hard_acc:.3f}, {arm.n_rollouts} rollouts)")
     print(f"  {'pair':<16} {'diff':>7}  {'95% CI':<18} {'p':>8}  verdict")
@@ -353,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         "proposer": args.proposer,
         "seconds_per_rollout_measured": round(seconds, 2),
         "budget_min": args.budget_min,
-        "plan": {"steps": steps, "max_reps": max_reps, "batch": BATCH, "test_reps": TEST_REPS, "worst_case": worst},
+        "plan": {"steps": steps, "max_reps": max_reps, "batch": BATCH, "test_reps": args.test_reps, "worst_case": worst},
         "rollouts": made,
         "wall_s": {k: round(v, 1) for k, v in walls.items()} | {"total": round(total, 1)},
         "calibration": {"pass_rate": cal.pass_rate, "regime": cal.regime, "noise_sd": cal.noise_sd},

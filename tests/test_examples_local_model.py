@@ -120,3 +120,46 @@ def test_a_mock_run_on_the_twin_scores_both_ways(tmp_path: Path) -> None:
     assert len(records) == 36 and all(r["status"] == "ok" for r in records)
     assert {r["score"]["hard"] for r in records} == {0, 1}
     assert summary.hard_acc is not None and 0.2 < summary.hard_acc < 0.8
+
+
+def test_the_benchmark_plans_the_most_steps_then_the_highest_replicate_cap() -> None:
+    from benchmarks.local_model import plan, sizes, worst_case
+
+    n = sizes()
+
+    def minutes(steps: int, reps: int) -> float:
+        return sum(worst_case(n, steps, reps, 1).values()) * 7.5 / 60
+
+    assert minutes(2, 3) <= 50 < minutes(2, 4) and minutes(3, 3) > 50 >= minutes(1, 4)
+    assert plan(n, 7.5, 50, 3, 4, 1) == (2, 3)  # two steps at a cap of 3, not one step at 4
+    assert plan(n, 0.3, 50, 3, 4, 2) == (3, 4)
+    with pytest.raises(SystemExit, match="lower --test-reps"):
+        plan(n, 30.0, 50, 3, 4, 2)
+
+
+def test_the_benchmark_counts_the_run_s_own_test_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dry run (mock target): the rollouts stay within the worst case the plan printed."""
+    from benchmarks.local_model import main
+
+    assert (
+        main(["--base-url", "http://unused", "--model", "m", "--agent", "mock", "--out", str(tmp_path)]) == 0
+    )
+    out = capsys.readouterr().out
+    worst = dict(
+        (phase.strip(), int(count))
+        for phase, count in (
+            item.rsplit(" ", 1)
+            for item in out.split("rollouts (")[1].split("): ")[1].split(";")[0].split(", ")
+        )
+    )
+    table = out.split("\nphase ")[1].split("\ntotal")[0].splitlines()[1:]
+    made = {line[:14].strip(): int(line[14:].split()[0]) for line in table}
+    assert made.keys() == worst.keys() and made["train"] > 0
+    # A run that kept nothing did not test S0: compare runs it, within the run's unused share.
+    for phase in ("train", "null train"):
+        following = phase.replace("train", "compare")
+        made[phase] += made.pop(following)
+        worst[phase] += worst.pop(following)
+    assert all(made[phase] <= worst[phase] for phase in made), (made, worst)

@@ -110,6 +110,22 @@ def test_invalid_answers_twice_make_an_empty_step_not_a_crash(
     assert "invalid answer twice" in notes["error"] and "op" in notes["error"]
 
 
+def test_a_bare_list_of_edits_is_read_and_a_lone_edit_gets_the_repair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a 0.5B model answered by hand: edits without their wrapper. A lone edit object used to
+    pass as an answer holding no edits, with no repair asked for."""
+    monkeypatch.setenv("FAKE_API_KEY", "k")
+    edit = {"op": "append", "file": "SKILL.md", "text": POOL[0]["text"], "rationale": "r", "kind": "failure"}
+    answers = iter([json.dumps(edit), "```json\n" + json.dumps([edit]) + "\n```"])
+    with FakeOpenAI(lambda body: next(answers)) as server:
+        _train(tmp_path, server, "bare", max_steps=1)
+    reflections = json.loads((tmp_path / "bare" / "steps" / "step_0001" / "reflections.json").read_text())
+    assert [c["role"] for c in reflections["calls"]] == ["analyst", "analyst (repair)"]
+    assert "edits: Field required" in reflections["calls"][1]["prompt"]
+    assert [e["text"] for e in reflections["edits"]] == [POOL[0]["text"]]
+
+
 def test_rewrite_mode_runs_three_roles_as_separate_calls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

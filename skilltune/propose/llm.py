@@ -18,7 +18,7 @@ from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Provider, resolve_endpoint
@@ -46,13 +46,22 @@ class Answer:
 
 
 class EditsAnswer(BaseModel):
-    edits: list[Edit] = Field(default_factory=list)
+    # ``edits`` is required and nothing else is allowed: an answer of another shape (a lone edit,
+    # say) gets the repair retry instead of passing as "no edits".
+    model_config = ConfigDict(extra="forbid")
+
+    edits: list[Edit]
 
 
 def parse_json(text: str) -> Any:
-    """The JSON object in a model's answer (bare, or in a fenced block)."""
+    """The JSON in a model's answer (bare, or in a fenced block): the whole block when it is JSON
+    (an array too: small models answer a bare list), else the outermost object in it."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for chunk in candidates:
+        try:
+            return json.loads(chunk)
+        except json.JSONDecodeError:
+            pass
         start, end = chunk.find("{"), chunk.rfind("}")
         if start >= 0 and end > start:
             try:
@@ -117,7 +126,10 @@ class ModelProposer(Proposer):
 
     def _edits(self, text: str) -> list[Edit]:
         try:
-            return EditsAnswer.model_validate(parse_json(text)).edits
+            answer = parse_json(text)
+            if isinstance(answer, list):  # the edits without their wrapper
+                answer = {"edits": answer}
+            return EditsAnswer.model_validate(answer).edits
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
