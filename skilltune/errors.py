@@ -24,3 +24,14 @@ class ScoringError(Exception):
 
 class ContractMismatchError(SkilltuneError):
     """Scores stamped with different scoring contracts were about to be compared."""
+
+
+class ScorerUnavailable(SkilltuneError):
+    """A scorer's service (the judge's endpoint) still fails after its retries.
+
+    Not a scoring error and never a 0: the rollout is kept, status ``unscored``, to be
+    scored from its record when the service is back (``resume``); the batch stops, so
+    no more paid rollouts pile up unscored, and a training run ends ``blocked``.
+    """
+
+    exit_code = 3

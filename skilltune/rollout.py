@@ -3,7 +3,13 @@
 Layout, everywhere: ``<out>/rollouts/<phase>/<cand12>/<safe-id>_r<k>/`` with
 ``record.json`` (written last: its presence marks the rollout finished),
 ``conversation.json``, ``events.jsonl``, ``diff.patch``, ``output.txt`` and,
-only when the rollout was scored, ``score.json``.
+only when the rollout was scored, ``score.json`` (a judged rollout adds ``judge.json`` and
+``judge_inputs.json``).
+
+Once the agent exited and the diff is saved, the workspace gets skill-trainer's ``output.txt``
+and ``task.json`` for the scorer (task.json is removed once scored). A scorer whose service is
+down (``ScorerUnavailable``) leaves the rollout ``unscored`` and stops the batch; running the
+job again scores it from its record folder instead of running the agent again.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ from typing import Any
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
 from skilltune.agents.process import interruptible_sleep
 from skilltune.cache import RolloutCache, rollout_key
-from skilltune.errors import ScoringError, SkilltuneError
-from skilltune.runfiles import Phase, RolloutFiles, RolloutRecord, RolloutStatus
-from skilltune.score.base import Score
+from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
+from skilltune.rescore import rescore_record
+from skilltune.runfiles import UNDECIDED, Phase, RolloutFiles, RolloutRecord, RolloutStatus
+from skilltune.score.base import Score, Scored
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
 from skilltune.suite import Suite, Task, safe_id
@@ -109,14 +116,20 @@ class RolloutRunner:
         )
 
     def reusable(self, job: RolloutJob) -> RolloutRecord | None:
-        """The finished record of ``job`` on disk, when it was made by this very job.
+        """The finished record of ``job`` on disk, when it was made by this very job (same options,
+        seed and task content); never an infra error, a crash or an unscored one (run or scored again)."""
+        record = self._own_record(job)
+        return None if record is None or record.status in UNDECIDED else record
 
-        Same options, seed and task content; never an infra error or a crash (those run again).
-        """
+    def unscored(self, job: RolloutJob) -> RolloutRecord | None:
+        """This job's ``unscored`` record on disk (its scorer's service was down), if any."""
+        record = self._own_record(job)
+        return record if record is not None and record.status == "unscored" else None
+
+    def _own_record(self, job: RolloutJob) -> RolloutRecord | None:
         record = load_record(rollout_dir(self.out, job))
         if (
             record is None
-            or record.status in ("infra_error", "crashed")
             or record.options_hash != self.options_hash
             or record.seed != job.seed
             or record.task_hash != self.suite.task_hash(job.task)
@@ -133,6 +146,9 @@ class RolloutRunner:
 
     def run(self, job: RolloutJob) -> RolloutRecord:
         folder = rollout_dir(self.out, job)
+        kept = self.unscored(job)
+        if kept is not None:
+            return self.rescore(job, folder, kept)  # the agent's work is on disk: only score it
         key = self.cache_key(job) if self.cache is not None else ""
         if self.cache is not None and not self.fresh:
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -144,6 +160,10 @@ class RolloutRunner:
         if self.cache is not None:
             self.cache.store(key, folder, record.status)
         return record
+
+    def rescore(self, job: RolloutJob, folder: Path, record: RolloutRecord) -> RolloutRecord:
+        """Score an ``unscored`` record from its folder (ScorerUnavailable again leaves it as it is)."""
+        return rescore_record(self.suite, job.task, folder, record)
 
     def lost(self, job: RolloutJob, reason: str, attempts: int) -> RolloutRecord:
         """Record a rollout the executor lost (its worker or node died each time): ``crashed``, never
@@ -180,7 +200,7 @@ class RolloutRunner:
         jitter = random.Random(f"{job.task.id}|{job.replicate}|{job.seed}|{job.cand12}|retry")
         result: AgentResult | None = None
         workspace: Workspace | None = None
-        prompt = job.task.prompt
+        prompt = self.suite.prompt(job.task)
         crash: str | None = None
         attempts = 0
         infra_errors = 0
@@ -228,14 +248,14 @@ class RolloutRunner:
 
     def _attempt(self, job: RolloutJob, workspace: Workspace, attempt: int) -> tuple[AgentResult, str]:
         self.suite.prepare(job.task, workspace.path)
-        placed = place_skill(
-            job.candidate, workspace.path, self.backend, self.options.placement, job.task.prompt
-        )
+        prompt = self.suite.prompt(job.task)
+        placed = place_skill(job.candidate, workspace.path, self.backend, self.options.placement, prompt)
         workspace.commit_baseline(exclude=self.backend.workspace_noise)
         if self.on_baseline is not None:
             self.on_baseline(job, workspace.path)
         request = AgentRequest(
-            task=job.task,
+            # the task as the agent gets it: its prompt is the variant's
+            task=job.task if prompt == job.task.prompt else job.task.model_copy(update={"prompt": prompt}),
             prompt=placed.prompt,
             system_prompt=placed.system_prompt,
             workspace=workspace.path,
@@ -263,6 +283,7 @@ class RolloutRunner:
     ) -> RolloutRecord:
         status: RolloutStatus
         reason: str | None
+        pending, unavailable, usage = None, None, None
         if result is None:
             status, reason = "crashed", f"the harness lost this rollout twice:\n{crash}"
             result = AgentResult(status="infra_error", reason=reason)
@@ -280,9 +301,13 @@ class RolloutRunner:
         score: Score | None = None
         if status in SCORED_STATUSES:
             try:
-                score = self.suite.scorer(job.task).score(job.task, workspace.path, result)
+                scored = self._score(job, workspace.path, result, folder)
+                score, usage = scored.score, scored.usage
+            except ScorerUnavailable as exc:
+                pending, unavailable = status, exc
+                status, reason = "unscored", str(exc)
             except ScoringError as exc:
-                status, reason = "scoring_error", str(exc)
+                status, reason, usage = "scoring_error", str(exc), getattr(exc, "usage", None)
             except Exception as exc:
                 status, reason = "scoring_error", f"the scorer raised {type(exc).__name__}: {exc}"
         write_jsonl(folder / "events.jsonl", result.events)
@@ -313,9 +338,22 @@ class RolloutRunner:
             attempts=attempts,
             started_at=started,
             files=RolloutFiles(score="score.json" if score is not None else None),
+            pending_status=pending,
+            judge=usage,
         )
         record.write(folder / "record.json")
+        if unavailable is not None:
+            raise unavailable  # no more paid rollouts while nothing can score them
         return record
+
+    def _score(self, job: RolloutJob, workspace: Path, result: AgentResult, folder: Path) -> Scored:
+        """Score with skill-trainer's task.json in the workspace, for the scorer's eyes only."""
+        task_json = workspace / "task.json"
+        task_json.write_text(json.dumps(job.task.with_split(), indent=2), encoding="utf-8")
+        try:
+            return self.suite.scorer(job.task).score_rollout(job.task, workspace, result, folder)
+        finally:
+            task_json.unlink(missing_ok=True)
 
 
 def _conversation(

@@ -18,10 +18,13 @@ from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
+    JudgeFile,
     NewerRunFileError,
     OldRunFileError,
     RolloutRecord,
+    RunConfigFile,
     SessionStart,
+    StageDone,
     UnitRecord,
     Verdict,
     parse_event,
@@ -139,6 +142,41 @@ def test_migrations_of_schema_1() -> None:
         parse_event(
             {"schema_version": SCHEMA_VERSION + 1, "ts": "x", "event": "session_start", "pid": 1}, "j"
         )
+
+
+def test_files_of_schema_2_read_as_schema_3_with_judging_defaults() -> None:
+    """Schema 3 added judged scoring: files of schema 2 (explicitly built here) read unchanged, every
+    new field at its default; a judge.json is always of schema 3 or later (it did not exist before)."""
+    record = RolloutRecord.parse(
+        {"schema_version": 2, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+         "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
+         "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"},
+        "record.json",
+    )  # fmt: skip
+    assert (record.schema_version, record.judge, record.pending_status) == (SCHEMA_VERSION, None, None)
+    verdict = Verdict.parse(
+        {"schema_version": 2, "decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5,
+         "val_incumbent": 0.4, "rounds": [], "rollouts": 4, "alpha": 0.01},
+        "gate.json",
+    )  # fmt: skip
+    assert verdict.secondary is None and verdict.accept
+    config = RunConfigFile.parse(
+        {"schema_version": 2, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"},
+        "config.json",
+    )
+    assert (config.prompt_variant, config.judge_options) == ("cheap", {})
+    event = parse_event(
+        {"schema_version": 2, "ts": "2026-01-01T00:00:00+00:00", "event": "stage", "unit": "step_0001",
+         "stage": "gate", "seconds": 1.0, "rollouts": 4},
+        "journal.jsonl",
+    )  # fmt: skip
+    assert isinstance(event, StageDone) and event.judge_cost_usd is None
+    with pytest.raises(NewerRunFileError):
+        JudgeFile.parse(
+            {"schema_version": SCHEMA_VERSION + 1, "key": "k", "provider": "openai", "model": "m",
+             "mode": "rubric", "samples": []},
+            "judge.json",
+        )  # fmt: skip
 
 
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ ended ``blocked`` or ``crash`` (or skilltune itself failed).
 from __future__ import annotations
 
 from skilltune.cli.app import app
-from skilltune.cli import evaluate, train, compare
+from skilltune.cli import evaluate, train, compare, judge
 
-__all__ = ["app", "compare", "evaluate", "main", "train"]
+__all__ = ["app", "compare", "evaluate", "judge", "main", "train"]
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class RunnerSpec:
     options: dict[str, Any]
     retry: RetryPolicy
     options_hash: str  # the driver's (its environment and CLI version decide, not the worker's)
+    suite_options: dict[str, Any] = field(default_factory=dict)  # prompt variant, judge overrides
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,11 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
     from skilltune.agents import get_backend, parse_agent_options
     from skilltune.suite import load_suite
 
-    key = canonical_json([spec.suite, spec.agent, spec.options])
+    key = canonical_json([spec.suite, spec.agent, spec.options, spec.suite_options])
     if key not in _WORKER_STATE:
         backend = get_backend(spec.agent)
-        _WORKER_STATE[key] = (load_suite(spec.suite), backend, parse_agent_options(backend, spec.options))
+        suite = load_suite(spec.suite, **spec.suite_options)
+        _WORKER_STATE[key] = (suite, backend, parse_agent_options(backend, spec.options))
     suite, backend, options = _WORKER_STATE[key]
     candidate = None
     if job.files is not None:
@@ -144,10 +146,15 @@ class RayExecutor:
             options=runner.options.model_dump(mode="json"),
             retry=runner.retry,
             options_hash=runner.options_hash,
+            suite_options=runner.suite.options.model_dump(mode="json"),
         )
         todo = []
         for job in jobs:
             folder = rollout_dir(runner.out, job)
+            kept = runner.unscored(job)
+            if kept is not None:  # the agent's work is in the run directory: score it here
+                yield runner.rescore(job, folder, kept)
+                continue
             if runner.cache is not None and not runner.fresh:
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 if runner.cache.fetch(runner.cache_key(job), folder, job.phase):

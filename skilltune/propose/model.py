@@ -21,6 +21,7 @@ class Trajectory(BaseModel):
     soft: float
     status: str
     diff: str = ""
+    feedback: str = ""  # the judge's reasoning and evidence (judged suites): train evidence too
 
     @property
     def failed(self) -> bool:
@@ -82,6 +83,7 @@ class EvidencePacket(BaseModel):
     memory: str = ""
     max_edits: int = 4
     seed: int = 0
+    failure_classes: str = ""  # the suite's failure_classes.md: symptom classes -> mechanisms
 
 
 class ProposerCall(BaseModel):

@@ -2,7 +2,8 @@
 
 Only train-phase records enter a packet. Score checks never do (for checklist
 suites they are the expected strings); the analyst sees the task, the agent's
-output, its diff and the score's numbers.
+output, its diff, the score's numbers and, for a judged rollout, the judge's
+reasoning and evidence; and the suite's failure_classes.md when it has one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Literal
 from skilltune.errors import SkilltuneError
 from skilltune.progress import fmt
 from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
-from skilltune.runfiles import RolloutRecord, UnitRecord
+from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
 
@@ -26,6 +27,30 @@ class NoEvidenceError(SkilltuneError):
     exit_code = 3
 
 
+FAILURE_CLASSES = "failure_classes.md"  # skill-trainer's symptom -> mechanism guide for the proposer
+_FEEDBACK_LIMIT = 3000
+
+
+def judge_feedback(folder: Path) -> str:
+    """The first verdict's reasoning and per-criterion evidence of a judged rollout (what skill-trainer
+    feeds its editors), or "" for a rollout that was not judged."""
+    path = folder / "judge.json"
+    if not path.is_file():
+        return ""
+    try:
+        verdict = JudgeFile.read(path).samples[0]
+    except (RunFileError, IndexError):
+        return ""
+    lines = [verdict.reasoning.strip()] if verdict.reasoning.strip() else []
+    lines += [f"- {c.name} {c.score:.2f}: {' '.join(c.evidence.split())}" for c in verdict.criteria]
+    return "\n".join(lines)[:_FEEDBACK_LIMIT]
+
+
+def failure_classes(suite: Suite) -> str:
+    path = suite.root / FAILURE_CLASSES
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
 def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     if record.phase != "train":
         raise ValueError(f"only train rollouts are evidence, not {record.phase}")
@@ -36,12 +61,13 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     return Trajectory(
         id=f"{record.task_id}#r{record.replicate}",
         task_id=record.task_id,
-        prompt=suite.task(record.task_id).prompt,
+        prompt=suite.prompt(suite.task(record.task_id)),
         output=output,
         hard=record.score.hard,
         soft=record.score.soft,
         status=record.status,
         diff=diff[:_DIFF_LIMIT],
+        feedback=judge_feedback(folder),
     )
 
 
@@ -78,6 +104,7 @@ def build_packet(
         memory=memory,
         max_edits=max_edits,
         seed=seed,
+        failure_classes=failure_classes(suite),
     )
 
 

@@ -18,6 +18,10 @@ History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
 comparison.json, config.json and step.json carried a version; seed.json, gate.json,
 reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
 journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
+3 = judged scoring: judge.json and judge_inputs.json (new files); record.json gained the
+status ``unscored`` with ``pending_status`` and the judge's usage (``judge``); stage events
+the judge's tokens and USD; config.json the settings ``prompt_variant`` and
+``judge_options``. Files of version 2 read unchanged (every new field has a default).
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ from skilltune.runfiles.journal import (
     UnitEnd,
     parse_event,
 )
+from skilltune.runfiles.judge import Criterion, JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
 from skilltune.runfiles.rollouts import (
+    UNDECIDED,
     ArmResult,
     Comparison,
     PairResult,
@@ -50,12 +56,14 @@ from skilltune.runfiles.rollouts import (
     RolloutFiles,
     RolloutRecord,
     RolloutStatus,
+    ScoredStatus,
 )
 from skilltune.runfiles.units import (
     UNIT_FILES,
     Decision,
     ReflectionsFile,
     Round,
+    SecondaryCheck,
     SlowUpdateFile,
     UnitRecord,
     Verdict,
@@ -63,13 +71,19 @@ from skilltune.runfiles.units import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "UNDECIDED",
     "UNIT_FILES",
     "ArmResult",
     "Comparison",
     "Crashed",
+    "Criterion",
     "Decision",
     "EditBudgetConfig",
     "JournalEvent",
+    "JudgeCall",
+    "JudgeFile",
+    "JudgeInputsFile",
+    "JudgeVerdict",
     "Migration",
     "NewerRunFileError",
     "OldRunFileError",
@@ -85,6 +99,8 @@ __all__ = [
     "RunFile",
     "RunFileError",
     "RunStart",
+    "ScoredStatus",
+    "SecondaryCheck",
     "SeedFile",
     "SessionEnd",
     "SessionStart",

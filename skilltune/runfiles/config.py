@@ -58,6 +58,12 @@ class TrainConfig(BaseModel):
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     fresh: bool = Field(default=False, description="run rollouts even when the shared cache holds them")
+    prompt_variant: Literal["cheap", "full"] = Field(
+        default="cheap", description="skill-trainer's prompt variant: prompt_cheap or prompt_full"
+    )
+    judge_options: dict[str, Any] = Field(
+        default_factory=dict, description="overrides of the suite's judge block (--judge-opt)"
+    )
 
     @property
     def total_steps(self) -> int:
