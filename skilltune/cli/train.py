@@ -1,4 +1,4 @@
-"""train and resume."""
+"""The train and resume commands."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The second half of every unit, step or epoch: lint the candidate, stage it in git, gate it on
-val, close the unit.
+"""Settling a unit's candidate, step or epoch alike: lint it, stage it in git, gate it, close the unit.
 
 Closing is a unit's commit point: its rollouts and tokens are counted, git moves (a keep
 commits the candidate and moves ``best``; a discard resets the work tree), and only then
