@@ -24,8 +24,7 @@ app.add_typer(judge_app, name="judge")
 )
 @guarded
 def check(suite: SuiteArg, judge_opt: JudgeOpts = None) -> None:
-    """The judge's settings, client, key (where it comes from, never its value), judge.md, and per
-    split how many tasks have a reference; exit 1 when the suite cannot be judged now."""
+    """Is the judge ready? Its settings, client, key source, judge.md, references per split (exit 1: not ready)."""
     from skilltune.judge.check import judge_check
 
     report = judge_check(load_suite_for(suite, "cheap", judge_opt))
@@ -78,8 +77,7 @@ def agreement(
     prompt_variant: PromptVariantOpt = "cheap",
     judge_opt: JudgeOpts = None,
 ) -> None:
-    """Re-judge finished rollouts from their records: sample-to-sample agreement on pass/fail, the
-    spread of soft, and the judge's share of the gate's noise."""
+    """Re-judge finished rollouts: verdict agreement, spread of soft, the judge's share of the gate's noise."""
     from skilltune.judge.agreement import judge_agreement
 
     loaded = load_suite_for(suite, prompt_variant, judge_opt)
