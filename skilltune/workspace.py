@@ -123,7 +123,6 @@ def git(
 class PlacedSkill:
     prompt: str
     system_prompt: str | None
-    paths: list[str]
 
 
 class Workspace:
@@ -212,6 +211,17 @@ def check_placement(candidate: Candidate | None, backend: AgentBackend, placemen
         )
 
 
+def placed_prompts(candidate: Candidate | None, placement: Placement, task_prompt: str) -> PlacedSkill:
+    """The prompt and system prompt the agent gets for ``placement`` (the skill's files aside)."""
+    if candidate is None:
+        return PlacedSkill(task_prompt, None)
+    if placement == "system":
+        return PlacedSkill(task_prompt, candidate.text)
+    if placement == "prepend":
+        return PlacedSkill(f"{candidate.text}\n\n---\n\n{task_prompt}", None)
+    return PlacedSkill(task_prompt, None)
+
+
 def place_skill(
     candidate: Candidate | None,
     workspace: Path,
@@ -220,10 +230,7 @@ def place_skill(
     task_prompt: str,
 ) -> PlacedSkill:
     """Put the skill where ``placement`` says; return the prompt and system prompt to give the agent."""
-    if candidate is None:
-        return PlacedSkill(task_prompt, None, [])
-    paths: list[str] = []
-    if candidate.kind == "folder":
+    if candidate is not None and candidate.kind == "folder":
         if placement == "native" or len(candidate.files) > 1:
             # Supporting files are installed natively in every mode so the skill's links resolve.
             folder = backend.native_skill_dir(candidate.name)
@@ -231,16 +238,10 @@ def place_skill(
                 target = workspace / folder / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
-                paths.append(f"{folder}/{rel}")
-    elif placement == "native":
+    elif candidate is not None and placement == "native":
         check_placement(candidate, backend, placement)
         (workspace / candidate.main).write_text(candidate.text, encoding="utf-8")
-        paths.append(candidate.main)
-    if placement == "system":
-        return PlacedSkill(task_prompt, candidate.text, paths)
-    if placement == "prepend":
-        return PlacedSkill(f"{candidate.text}\n\n---\n\n{task_prompt}", None, paths)
-    return PlacedSkill(task_prompt, None, paths)
+    return placed_prompts(candidate, placement, task_prompt)
 
 
 def audit_workspace(workspace: Path, suite: Suite, task: Task) -> list[str]:

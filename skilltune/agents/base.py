@@ -119,6 +119,13 @@ class AgentBackend(ABC):
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"
 
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+        """Why this agent cannot take a skill placed so (a limit of its own; None when it can).
+
+        Declared per backend and checked before a candidate is gated, so a proposed edit that
+        crosses the limit is discarded with the reason instead of failing the run."""
+        return None
+
     def parse_options(self, raw: dict[str, Any]) -> AgentOptions:
         return self.Options.model_validate(raw)
 

@@ -26,6 +26,7 @@ from skilltune.suite import Suite
 from skilltune.train.config import absolute_paths, config_file, make_config, settings_for_resume
 from skilltune.train.context import RunContext, Setup
 from skilltune.train.loop import execute
+from skilltune.train.rollouts import refusal
 from skilltune.train.units import best_val, finished, incumbent
 from skilltune.workspace import check_placement
 
@@ -112,6 +113,9 @@ def train(
     setup = Setup.of(config)
     seed = load_skill(config.skill)
     check_placement(seed, setup.backend, setup.options.placement)
+    refused = refusal(setup.backend, setup.options, setup.suite, seed)
+    if refused is not None:
+        raise UsageError(f"the seed skill: {refused}")
     _check_places(config.runs_dir, setup.suite)
     _check_evidence(config.evidence_from, setup.suite.content_hash)
     plan = setup.plan

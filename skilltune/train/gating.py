@@ -127,6 +127,13 @@ def settle(
     discard, or None to go on to the gate)."""
     folder = draft.unit.folder(ctx.run)
     problem = lint_edit(candidate, incumbent, ctx.config.growth_cap, own_block)
+    if problem is None:
+        refused = ctx.rollouts.refusal(candidate)
+        problem = (
+            None
+            if refused is None
+            else f"lint: the {ctx.rollouts.backend.name} agent cannot take it: {refused}"
+        )
     if problem is not None:
         return close(ctx, draft.record(candidate.hash, "discard", "lint", problem), None)
     ctx.repo.stage(candidate)

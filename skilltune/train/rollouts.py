@@ -19,6 +19,7 @@ from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 from skilltune.train.session import Session
+from skilltune.workspace import placed_prompts
 
 REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
 Records = list[tuple[RolloutRecord, Path]]
@@ -27,6 +28,15 @@ Records = list[tuple[RolloutRecord, Path]]
 def replicate_base(seq: int, offset: int = 0) -> int:
     """The first replicate index of the unit in run position ``seq`` (plus a gate round's offset)."""
     return seq * REPLICATE_STRIDE + offset
+
+
+def refusal(backend: AgentBackend, options: AgentOptions, suite: Suite, candidate: Candidate) -> str | None:
+    """Why the target agent cannot take ``candidate`` at all (a limit its backend declares), checked
+    on the suite's longest task prompt."""
+    splits = [split for split in ("train", "val", "test") if suite.has_split(split)]
+    longest = max((t.prompt for split in splits for t in suite.tasks(split)), key=len, default="")
+    placed = placed_prompts(candidate, options.placement, longest)
+    return backend.placement_problem(placed.prompt, placed.system_prompt, options)
 
 
 class RunRollouts:
@@ -62,6 +72,9 @@ class RunRollouts:
 
     def judge_usage(self) -> tuple[float, float, float]:
         return (self.judge_tokens_in, self.judge_tokens_out, self.judge_cost_usd)
+
+    def refusal(self, candidate: Candidate) -> str | None:
+        return refusal(self.backend, self.options, self.suite, candidate)
 
     def jobs(
         self, tasks: list[Task], candidate: Candidate | None, phase: Phase, base: int, reps: int
