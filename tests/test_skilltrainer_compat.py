@@ -364,3 +364,51 @@ def test_cli_round_trip_on_a_skill_trainer_layout(tmp_path: Path, monkeypatch: p
     config = json.loads((tmp_path / "runs" / "t" / "config.json").read_text())
     assert config["prompt_variant"] == "cheap" and config["judge_options"] == {}
     assert (tmp_path / "runs" / "t" / "TERMINAL").read_text().startswith(("success", "no-progress"))
+
+
+def test_rubric_receipts_and_failure_classes_reach_the_proposer(tmp_path: Path) -> None:
+    """skill-trainer's sql demo: the rubric's checks name a symptom class, failure_classes.md maps it."""
+    root = write_suite(
+        tmp_path / "tasks" / "sql",
+        train=[
+            {"id": f"t{i}", "prompt": "Write the query.", "scoring": {"mode": "rubric"}} for i in range(2)
+        ],
+        val=[{"id": "v0", "prompt": "Write the query.", "scoring": {"mode": "rubric"}}],
+        config={"default_mode": "rubric"},
+    )
+    (root / "rubric.py").write_text(
+        "def score(task, workdir, mode):\n"
+        "    return {'hard': 0, 'soft': 0.3, 'checks': ['ran', 'rows:12!=9', 'symptom:ghost-rows']}\n"
+    )
+    (root / "failure_classes.md").write_text(
+        "| ghost-rows | FAILURE-CLASS-MARKER: rows nobody should count |\n"
+    )
+    skill = tmp_path / "skills" / "sql"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: sql\ndescription: d\n---\n\n- Write one query.\n")
+    result = train(root, skill / "SKILL.md", tag="sql", runs_dir=str(tmp_path / "runs"), max_steps=1, seed=0)
+    reflections = ReflectionsFile.read(Path(result.run_dir) / "steps" / "step_0001" / "reflections.json")
+    prompt = reflections.calls[0].prompt
+    assert "The scorer's checks:\nran, rows:12!=9, symptom:ghost-rows" in prompt
+    assert "FAILURE-CLASS-MARKER" in prompt
+    assert [e.text for e in reflections.edits] == [
+        "- Check before you finish that this does not happen: ghost-rows."
+    ]
+
+
+def test_checklist_checks_never_reach_the_proposer(tmp_path: Path) -> None:
+    root = write_suite(
+        tmp_path / "s",
+        train=[rule_task(f"t{i}", ["secret-rule"]) for i in range(2)],
+        val=[rule_task("v0", ["secret-rule"])],
+    )
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: c\ndescription: d\n---\n\n- Be brief.\n")
+    result = train(root, skill, tag="c", runs_dir=str(tmp_path / "runs"), max_steps=1, seed=0)
+    prompt = (
+        ReflectionsFile.read(Path(result.run_dir) / "steps" / "step_0001" / "reflections.json")
+        .calls[0]
+        .prompt
+    )
+    assert "The scorer's checks" not in prompt and "missing:PASS:secret-rule" not in prompt

@@ -53,8 +53,11 @@ def symptoms(trajectory: Trajectory) -> list[str]:
 
 
 def hints(trajectory: Trajectory) -> list[str]:
-    """What a failed trajectory says went wrong: its SYMPTOM lines, else the judge's first sentence."""
+    """What a failed trajectory says went wrong: its SYMPTOM lines, else a rubric's ``symptom:<class>``
+    checks, else the judge's first sentence."""
     found = [s for s in symptoms(trajectory) if s]
+    if not found:
+        found = [c.split(":", 1)[1].strip() for c in trajectory.checks if c.startswith("symptom:")]
     if not found and trajectory.feedback.strip():
         first = re.split(r"(?<=[.!?])\s", trajectory.feedback.strip().splitlines()[0], maxsplit=1)[0]
         found = [first.strip()] if first.strip() else []

@@ -22,6 +22,7 @@ class Trajectory(BaseModel):
     status: str
     diff: str = ""
     feedback: str = ""  # the judge's reasoning and evidence (judged suites): train evidence too
+    checks: list[str] = Field(default_factory=list)  # a rubric's or judge's checks: receipts, not answers
 
     @property
     def failed(self) -> bool:

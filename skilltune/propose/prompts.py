@@ -35,6 +35,8 @@ def render_trajectories(trajectories: list[Trajectory]) -> str:
             "Final output:",
             output,
         ]
+        if t.checks:
+            block += ["", "The scorer's checks:", ", ".join(t.checks)]
         if t.feedback.strip():
             block += ["", "The judge's feedback:", t.feedback.strip()]
         if t.diff.strip():

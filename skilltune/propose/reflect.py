@@ -1,9 +1,11 @@
 """Reflect: turn train rollouts into the evidence packet a proposer reads.
 
-Only train-phase records enter a packet. Score checks never do (for checklist
-suites they are the expected strings); the analyst sees the task, the agent's
-output, its diff, the score's numbers and, for a judged rollout, the judge's
-reasoning and evidence; and the suite's failure_classes.md when it has one.
+Only train-phase records enter a packet. The checks of exact, checklist and command
+scores never do (they are the expected strings, the command); those of a rubric, a
+Python env or the judge do: their authors write them as receipts (skill-trainer's
+``symptom:<class>``, ``crit:<name>=...``), which the suite's failure_classes.md maps to
+mechanisms. The analyst sees the task, the agent's output, its diff, the score's numbers
+and those checks and, for a judged rollout, the judge's reasoning and evidence.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class NoEvidenceError(SkilltuneError):
     exit_code = 3
 
 
+RECEIPT_MODES = ("rubric", "judge", "pyenv")  # modes whose checks are written as receipts, not answers
 FAILURE_CLASSES = "failure_classes.md"  # skill-trainer's symptom -> mechanism guide for the proposer
 _FEEDBACK_LIMIT = 3000
 
@@ -56,18 +59,20 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
         raise ValueError(f"only train rollouts are evidence, not {record.phase}")
     if record.score is None:
         raise ValueError("unscored rollouts are not evidence")
+    task = suite.task(record.task_id)
     output = (folder / "output.txt").read_text(encoding="utf-8") if (folder / "output.txt").is_file() else ""
     diff = (folder / "diff.patch").read_text(encoding="utf-8") if (folder / "diff.patch").is_file() else ""
     return Trajectory(
         id=f"{record.task_id}#r{record.replicate}",
         task_id=record.task_id,
-        prompt=suite.prompt(suite.task(record.task_id)),
+        prompt=suite.prompt(task),
         output=output,
         hard=record.score.hard,
         soft=record.score.soft,
         status=record.status,
         diff=diff[:_DIFF_LIMIT],
         feedback=judge_feedback(folder),
+        checks=list(record.score.checks) if suite.scoring_mode(task) in RECEIPT_MODES else [],
     )
 
 
