@@ -174,6 +174,12 @@ def test_skill_trainer_defaults() -> None:
     assert (settings.max_attempts, settings.pass_threshold) == (3, 0.7)
 
 
+def test_unknown_block_keys_are_ignored_but_unknown_overrides_refused() -> None:
+    assert judge_settings({"model": "m", "thinking": "deep"}).model == "m"  # validate warned
+    with pytest.raises(ValidationError, match="modle"):
+        judge_settings({"model": "m"}, {"modle": "x"})
+
+
 def test_overrides_apply_and_only_verdict_changing_ones_enter_the_contract() -> None:
     settings = judge_settings({"model": "a", "samples": 3}, {"model": "b", "api_key_env": "MY_KEY"})
     assert (settings.model, settings.samples, settings.key_names) == ("b", 3, ("MY_KEY",))

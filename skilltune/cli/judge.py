@@ -81,7 +81,7 @@ def agreement(
     from skilltune.judge.agreement import judge_agreement
 
     loaded = load_suite_for(suite, prompt_variant, judge_opt)
-    target = out_dir or Path("runs") / f"agreement-{loaded.name}"
+    target = out_dir or Path("runs") / f"agreement-{rollouts.resolve().name}"
     report = judge_agreement(loaded, rollouts, out=target, samples=samples, metric=metric)
     noise = report.noise
     out.print(

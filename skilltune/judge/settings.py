@@ -26,7 +26,17 @@ MINIMAX_KEY_NAMES = ("MINIMAX_API_KEY", "MINIMAX-API-KEY")
 API_PROVIDERS = ("openai", "anthropic")
 CLI_PROVIDERS = ("claude", "codex", "copilot", "gemini", "opencode", "qwen", "cursor")
 # Settings that never change a verdict: left out of the contract and of the verdict cache key.
-NOT_IN_CONTRACT = frozenset({"api_key_env", "timeout", "max_attempts"})
+NOT_IN_CONTRACT = frozenset(
+    {
+        "api_key_env",
+        "timeout",
+        "max_attempts",
+        "max_retries",
+        "token_param",
+        "max_concurrent",
+        "requests_per_minute",
+    }
+)
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 
 
@@ -58,6 +68,13 @@ class JudgeSettings(BaseModel):
     pass_threshold: float = Field(
         default=0.7, ge=0.0, le=1.0, description="a number in [0, 1]: soft needed by a verdict without passed"
     )
+    # How each call is bounded (skilltune.modelcalls): never part of the contract.
+    max_retries: int = Field(default=4, ge=0, description="retries of 429, 5xx, resets and timeouts per call")
+    token_param: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
+        default="auto", description="the request field carrying max_tokens: auto (by host, learnt), or forced"
+    )
+    max_concurrent: PositiveInt | None = Field(default=None, description="judge calls in flight at once")
+    requests_per_minute: PositiveInt | None = Field(default=None, description="judge calls per minute")
 
     @model_validator(mode="after")
     def _coherent(self) -> JudgeSettings:
@@ -127,8 +144,12 @@ class JudgeSettings(BaseModel):
 
 
 def judge_settings(block: dict[str, Any] | None, overrides: dict[str, Any] | None = None) -> JudgeSettings:
-    """The suite's judge block with ``--judge-opt`` overrides applied (pydantic's ValidationError if bad)."""
-    return JudgeSettings.model_validate({**(block or {}), **(overrides or {})})
+    """The suite's judge block with ``--judge-opt`` overrides applied (pydantic's ValidationError if bad).
+
+    Keys of the block this model does not know are left out (``validate`` warned about them, and
+    skill-trainer ignores them); an unknown override is refused."""
+    known = {k: v for k, v in (block or {}).items() if k in JudgeSettings.model_fields}
+    return JudgeSettings.model_validate({**known, **(overrides or {})})
 
 
 def contract_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
