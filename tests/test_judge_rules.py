@@ -69,6 +69,14 @@ def test_first_object_with_criteria_wins() -> None:
     assert first_verdict_object(text) == VERDICT
 
 
+def test_a_tool_call_written_out_as_text_is_read() -> None:
+    """What a 0.5B model served by llama-cpp-python answered when offered the tool (captured by hand)."""
+    nested = json.dumps({"name": "record_verdict", "arguments": VERDICT})
+    assert parse_reply(None, nested).overall == 0.85
+    as_string = json.dumps({"name": "record_verdict", "arguments": json.dumps(VERDICT)})
+    assert parse_reply(None, as_string).overall == 0.85
+
+
 def test_a_garbled_tool_call_falls_back_to_the_text() -> None:
     assert parse_reply({"criteria": "bad"}, json.dumps(VERDICT)).passed is True
 

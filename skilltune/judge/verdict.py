@@ -49,13 +49,20 @@ def strip_think(text: str) -> str:
 
 
 def first_verdict_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` that has a ``criteria`` key (fenced or bare)."""
+    """The first JSON object in ``text`` that has a ``criteria`` key (fenced or bare); a tool call
+    written out as text (``{"name": "record_verdict", "arguments": "{...}"}``, as small local models
+    answer when the server does not parse tool calls) counts with its arguments."""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
         try:
             obj, _ = decoder.raw_decode(text[match.start() :])
         except json.JSONDecodeError:
             continue
+        if isinstance(obj, dict) and isinstance(obj.get("arguments"), str):
+            try:
+                obj = json.loads(obj["arguments"])
+            except json.JSONDecodeError:
+                continue
         if isinstance(obj, dict) and "criteria" in obj:
             return obj
     return None
