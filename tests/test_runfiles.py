@@ -18,7 +18,10 @@ from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
+    AuditFile,
+    FindingsRecord,
     JudgeFile,
+    JudgeInputsFile,
     NewerRunFileError,
     OldRunFileError,
     RolloutRecord,
@@ -144,39 +147,44 @@ def test_migrations_of_schema_1() -> None:
         )
 
 
-def test_files_of_schema_2_read_as_schema_3_with_judging_defaults() -> None:
-    """Schema 3 added judged scoring: files of schema 2 (explicitly built here) read unchanged, every
-    new field at its default; a judge.json is always of schema 3 or later (it did not exist before)."""
+def test_files_of_schema_3_read_as_schema_4_with_judging_defaults() -> None:
+    """Schema 4 added judged scoring: files of schema 3 (explicitly built here) read unchanged, every
+    new field at its default; a judge.json or judge_inputs.json claiming an older version is refused
+    (they did not exist before), one from a newer skilltune too."""
     record = RolloutRecord.parse(
-        {"schema_version": 2, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+        {"schema_version": 3, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
          "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
          "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"},
         "record.json",
     )  # fmt: skip
     assert (record.schema_version, record.judge, record.pending_status) == (SCHEMA_VERSION, None, None)
     verdict = Verdict.parse(
-        {"schema_version": 2, "decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5,
+        {"schema_version": 3, "decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5,
          "val_incumbent": 0.4, "rounds": [], "rollouts": 4, "alpha": 0.01},
         "gate.json",
     )  # fmt: skip
     assert verdict.secondary is None and verdict.accept
     config = RunConfigFile.parse(
-        {"schema_version": 2, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"},
+        {"schema_version": 3, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"},
         "config.json",
     )
     assert (config.prompt_variant, config.judge_options) == ("cheap", {})
     event = parse_event(
-        {"schema_version": 2, "ts": "2026-01-01T00:00:00+00:00", "event": "stage", "unit": "step_0001",
+        {"schema_version": 3, "ts": "2026-01-01T00:00:00+00:00", "event": "stage", "unit": "step_0001",
          "stage": "gate", "seconds": 1.0, "rollouts": 4},
         "journal.jsonl",
     )  # fmt: skip
     assert isinstance(event, StageDone) and event.judge_cost_usd is None
+    judged = {"key": "k", "provider": "openai", "model": "m", "mode": "rubric", "samples": []}
+    assert JudgeFile.parse({"schema_version": SCHEMA_VERSION, **judged}, "judge.json").key == "k"
+    with pytest.raises(
+        OldRunFileError, match=r"judge\.json claims a run schema from before judge\.json existed"
+    ):
+        JudgeFile.parse({"schema_version": 3, **judged}, "judge.json")
+    with pytest.raises(OldRunFileError, match=r"judge_inputs\.json"):
+        JudgeInputsFile.parse({"schema_version": 2, "files": {}}, "judge_inputs.json")
     with pytest.raises(NewerRunFileError):
-        JudgeFile.parse(
-            {"schema_version": SCHEMA_VERSION + 1, "key": "k", "provider": "openai", "model": "m",
-             "mode": "rubric", "samples": []},
-            "judge.json",
-        )  # fmt: skip
+        JudgeFile.parse({"schema_version": SCHEMA_VERSION + 1, **judged}, "judge.json")
 
 
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
@@ -213,3 +221,31 @@ def test_a_new_run_writes_every_file_at_the_current_version(tmp_path: Path) -> N
     assert versions == {SCHEMA_VERSION}
     lines = [json.loads(line) for line in run.journal_path.read_text().splitlines()]
     assert {line["schema_version"] for line in lines} == {SCHEMA_VERSION}
+
+
+def test_schema_3_audit_findings_and_the_findings_setting(tmp_path: Path) -> None:
+    # config.json of schema 2 had no `findings`: it reads with none
+    raw2 = {
+        "schema_version": 2, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c",
+    }  # fmt: skip
+    stored = RunConfigFile.parse(raw2, "config.json")
+    assert stored.schema_version == SCHEMA_VERSION and stored.findings is None
+    # audit.json and findings.json first exist in schema 3: a file claiming an older version was not
+    # written by skilltune, and is refused with what to do
+    audit2 = {"schema_version": 2, "clean": True, "checks": ["leak"]}
+    with pytest.raises(
+        OldRunFileError,
+        match=r"audit\.json claims a run schema from before audit\.json existed: delete it and run `skilltune audit",
+    ):
+        AuditFile.parse(audit2, "audit.json")
+    with pytest.raises(OldRunFileError, match=r"findings\.json claims a run schema from before"):
+        FindingsRecord.parse({"schema_version": 2, "run_id": "x"}, "findings.json")
+    assert AuditFile.parse(audit2 | {"schema_version": 3}, "audit.json").clean
+    # a newer audit.json in a run stops a resume before anything is written
+    run = _schema1_run(tmp_path)
+    run.audit.write_text(json.dumps(audit2 | {"schema_version": SCHEMA_VERSION + 1}))
+    before = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    with pytest.raises(NewerRunFileError, match=r"audit\.json was written by a newer skilltune"):
+        resume(run.root, budget_rollouts=5000, **_quiet())
+    after = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before

@@ -18,10 +18,14 @@ History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
 comparison.json, config.json and step.json carried a version; seed.json, gate.json,
 reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
 journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
-3 = judged scoring: judge.json and judge_inputs.json (new files); record.json gained the
+3 = audit.json (``AuditFile``) and findings.json (``FindingsRecord``) are new (a file of
+either claiming an older version is refused); config.json gained ``findings`` (the shared
+findings file; a schema 2 config.json reads with none).
+4 = judged scoring: judge.json and judge_inputs.json (new files); record.json gained the
 status ``unscored`` with ``pending_status`` and the judge's usage (``judge``); stage events
 the judge's tokens and USD; config.json the settings ``prompt_variant`` and
-``judge_options``. Files of version 2 read unchanged (every new field has a default).
+``judge_options``; gate.json ``secondary``. Files of version 3 read unchanged (every new
+field has a default); a judge.json or judge_inputs.json claiming a version before 4 is refused.
 """
 
 from __future__ import annotations
@@ -47,6 +51,14 @@ from skilltune.runfiles.journal import (
     parse_event,
 )
 from skilltune.runfiles.judge import Criterion, JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
+from skilltune.runfiles.review import (
+    CHECKS,
+    AuditFile,
+    AuditFinding,
+    Check,
+    FindingsRecord,
+    FindingsTarget,
+)
 from skilltune.runfiles.rollouts import (
     UNDECIDED,
     ArmResult,
@@ -70,15 +82,21 @@ from skilltune.runfiles.units import (
 )
 
 __all__ = [
+    "CHECKS",
     "SCHEMA_VERSION",
     "UNDECIDED",
     "UNIT_FILES",
     "ArmResult",
+    "AuditFile",
+    "AuditFinding",
+    "Check",
     "Comparison",
     "Crashed",
     "Criterion",
     "Decision",
     "EditBudgetConfig",
+    "FindingsRecord",
+    "FindingsTarget",
     "JournalEvent",
     "JudgeCall",
     "JudgeFile",

@@ -3,11 +3,24 @@ judge_inputs.json (the workspace files the judge read, kept because workspaces a
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from skilltune.runfiles.base import RunFile
+from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
+
+FIRST_VERSION = 4  # judge.json and judge_inputs.json first exist in run schema 4
+
+
+def _predating(name: str) -> dict[int, Migration]:
+    """Refusals for versions before the file existed: such a file was not written by skilltune."""
+
+    def refuse(raw: dict[str, Any]) -> dict[str, Any]:
+        raise OldRunFileError(
+            f"{name} claims a run schema from before {name} existed: delete it and the rollout is judged again"
+        )
+
+    return dict.fromkeys(range(1, FIRST_VERSION), refuse)
 
 
 class Criterion(BaseModel):
@@ -45,6 +58,8 @@ class JudgeCall(BaseModel):
 class JudgeFile(RunFile):
     """judge.json: the samples of a judged rollout, valid while ``key`` matches its inputs."""
 
+    MIGRATIONS: ClassVar[dict[int, Migration]] = _predating("judge.json")
+
     key: str
     provider: str
     model: str
@@ -55,6 +70,8 @@ class JudgeFile(RunFile):
 
 class JudgeInputsFile(RunFile):
     """judge_inputs.json: ``judge_inputs`` files of the workspace as the judge read them (capped)."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = _predating("judge_inputs.json")
 
     files: dict[str, str] = Field(default_factory=dict)
     truncated: list[str] = Field(default_factory=list)

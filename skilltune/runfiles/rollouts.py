@@ -74,6 +74,10 @@ class ArmResult(BaseModel):
     statuses: dict[str, int]
     per_task: dict[str, list[float | None]]
 
+    def metric(self, name: str) -> float | None:
+        """The arm's score on ``name`` (hard, soft or mixed)."""
+        return {"hard": self.hard_acc, "soft": self.soft_acc}.get(name, self.mixed)
+
 
 class PairResult(BaseModel):
     a: str
