@@ -16,7 +16,7 @@ from skilltune.errors import SkilltuneError
 from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
-from skilltune.suite import SPLITS, Suite, load_suite
+from skilltune.suite import SPLITS, PromptVariant, Suite, load_suite
 from skilltune.workspace import audit_workspace
 
 # pip names whose import name differs
@@ -58,7 +58,7 @@ def smoke(
     agent_options: dict[str, Any] | None = None,
     seed: int = 0,
     out: Path | str | None = None,
-    prompt_variant: str = "cheap",
+    prompt_variant: PromptVariant = "cheap",
     judge_options: dict[str, Any] | None = None,
 ) -> SmokeReport:
     """Preflight checks and one rollout per split. The rollouts' record folders go to ``out``;
@@ -70,7 +70,7 @@ def smoke(
         checks.append(SmokeCheck(name=name, ok=ok, detail=detail))
 
     try:
-        suite = load_suite(suite_path, prompt_variant=prompt_variant, judge_options=judge_options)  # type: ignore[arg-type]
+        suite = load_suite(suite_path, prompt_variant=prompt_variant, judge_options=judge_options)
         check("suite", True, f"{suite.kind} suite, contract {suite.contract_hash[:12]}")
     except SkilltuneError as exc:
         check("suite", False, str(exc))

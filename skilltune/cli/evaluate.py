@@ -181,13 +181,15 @@ def smoke(
     """Preflight (requirements, tools, agent CLI, judge) and one rollout per split; exit 1 on any problem."""
     from skilltune.smoke import smoke as run_smoke
 
+    if prompt_variant not in ("cheap", "full"):
+        raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
     report = run_smoke(
         suite,
         skill,
         agent=agent,
         agent_options=parse_agent_opts(agent_opt),
         out=out_dir,
-        prompt_variant=prompt_variant,
+        prompt_variant=prompt_variant,  # type: ignore[arg-type]
         judge_options=parse_agent_opts(judge_opt, "--judge-opt"),
     )
     for check in report.checks:
