@@ -15,7 +15,6 @@ job again scores it from its record folder instead of running the agent again.
 from __future__ import annotations
 
 import functools
-import json
 import random
 import shutil
 import time
@@ -24,15 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult
 from skilltune.agents.process import interruptible_sleep
 from skilltune.cache import RolloutCache, rollout_key
+from skilltune.conversation import conversation
 from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
-from skilltune.rescore import rescore_record
-from skilltune.runfiles import UNDECIDED, Phase, RolloutFiles, RolloutRecord, RolloutStatus
-from skilltune.score.base import Score, Scored
+from skilltune.runfiles import UNDECIDED, FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
+from skilltune.score.base import Score
+from skilltune.scoring import rescore_record, score_in_workspace
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
 from skilltune.suite import Suite, Task, safe_id
@@ -40,7 +39,6 @@ from skilltune.workspace import Workspace, place_skill
 
 NO_SKILL = "noskill"
 SCORED_STATUSES = ("ok", "task_failed", "timeout")
-_SUMMARY_DIFF_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -148,7 +146,7 @@ class RolloutRunner:
         folder = rollout_dir(self.out, job)
         kept = self.unscored(job)
         if kept is not None:
-            return self.rescore(job, folder, kept)  # the agent's work is on disk: only score it
+            return rescore_record(self.suite, job.task, folder, kept)  # the agent's work is on disk
         key = self.cache_key(job) if self.cache is not None else ""
         if self.cache is not None and not self.fresh:
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -160,10 +158,6 @@ class RolloutRunner:
         if self.cache is not None:
             self.cache.store(key, folder, record.status)
         return record
-
-    def rescore(self, job: RolloutJob, folder: Path, record: RolloutRecord) -> RolloutRecord:
-        """Score an ``unscored`` record from its folder (ScorerUnavailable again leaves it as it is)."""
-        return rescore_record(self.suite, job.task, folder, record)
 
     def lost(self, job: RolloutJob, reason: str, attempts: int) -> RolloutRecord:
         """Record a rollout the executor lost (its worker or node died each time): ``crashed``, never
@@ -206,9 +200,11 @@ class RolloutRunner:
         infra_errors = 0
         harness_failures = 0
         stalls = 0
+        history: list[FailedAttempt] = []
         try:  # bad input, or the harness interrupted: no record, and no workspace left behind
             while True:
                 attempts += 1
+                a0 = time.monotonic()
                 if workspace is not None:
                     workspace.cleanup()
                 workspace = Workspace.create(safe_id(job.task.id), forbidden=[self.suite.root, self.out])
@@ -223,18 +219,21 @@ class RolloutRunner:
                     result = None
                     if harness_failures >= 2:
                         break
+                    history.append(_set_aside(folder, attempts, "crashed", crash, a0))
                     continue  # a failure of our own gets one more try, whatever the infra budget
                 if result.stalled:
                     stalls += 1
                     if stalls < 2:
+                        history.append(_set_aside(folder, attempts, result.status, result.reason, a0, result))
                         continue  # a stuck agent (killed with its group) is requeued once
                     crash = f"the agent stalled twice (no liveness): {result.reason}"
                     break
-                if result.status != "infra_error":
+                if result.status != "infra_error" or result.final:
                     break
                 infra_errors += 1
                 if infra_errors >= self.retry.max_attempts:
                     break
+                history.append(_set_aside(folder, attempts, result.status, result.reason, a0, result))
                 interruptible_sleep(self.retry.delay(infra_errors - 1, jitter))
         except BaseException:
             if workspace is not None:
@@ -242,7 +241,7 @@ class RolloutRunner:
             raise
         assert workspace is not None
         try:
-            return self._finish(job, folder, workspace, result, prompt, crash, attempts, started, t0)
+            return self._finish(job, folder, workspace, result, prompt, crash, attempts, history, started, t0)
         finally:
             workspace.cleanup()
 
@@ -278,6 +277,7 @@ class RolloutRunner:
         prompt: str,
         crash: str | None,
         attempts: int,
+        history: list[FailedAttempt],
         started: str,
         t0: float,
     ) -> RolloutRecord:
@@ -301,7 +301,7 @@ class RolloutRunner:
         score: Score | None = None
         if status in SCORED_STATUSES:
             try:
-                scored = self._score(job, workspace.path, result, folder)
+                scored = score_in_workspace(self.suite, job.task, workspace.path, result, folder)
                 score, usage = scored.score, scored.usage
             except ScorerUnavailable as exc:
                 pending, unavailable = status, exc
@@ -312,7 +312,7 @@ class RolloutRunner:
                 status, reason = "scoring_error", f"the scorer raised {type(exc).__name__}: {exc}"
         write_jsonl(folder / "events.jsonl", result.events)
         write_text(folder / "diff.patch", diff)
-        write_json(folder / "conversation.json", _conversation(prompt, result, status, reason, score, diff))
+        write_json(folder / "conversation.json", conversation(prompt, result, status, reason, score, diff))
         if score is not None:
             write_json(folder / "score.json", score.file_json())
         record = RolloutRecord(
@@ -336,6 +336,7 @@ class RolloutRunner:
             turns=result.turns,
             wall_s=round(time.monotonic() - t0, 3),
             attempts=attempts,
+            attempt_history=history,
             started_at=started,
             files=RolloutFiles(score="score.json" if score is not None else None),
             pending_status=pending,
@@ -346,40 +347,37 @@ class RolloutRunner:
             raise unavailable  # no more paid rollouts while nothing can score them
         return record
 
-    def _score(self, job: RolloutJob, workspace: Path, result: AgentResult, folder: Path) -> Scored:
-        """Score with skill-trainer's task.json in the workspace, for the scorer's eyes only."""
-        task_json = workspace / "task.json"
-        task_json.write_text(json.dumps(job.task.with_split(), indent=2), encoding="utf-8")
-        try:
-            return self.suite.scorer(job.task).score_rollout(job.task, workspace, result, folder)
-        finally:
-            task_json.unlink(missing_ok=True)
+
+ATTEMPTS_DIR = "attempts"
 
 
-def _conversation(
-    prompt: str, result: AgentResult, status: str, reason: str | None, score: Score | None, diff: str
-) -> list[dict[str, Any]]:
-    """user: the task as given; assistant: the agent's side; system: the harness's summary.
-
-    No reference answer goes in here: the summary has the score's numbers, not its checks.
-    """
-    messages = [Message(role="user", content=prompt), *result.messages]
-    if not result.messages and result.final_text:
-        messages.append(Message(role="assistant", content=result.final_text))
-    # A scoring error's reason can quote the scorer (a command, a rubric's message): not for the agent's side.
-    shown = (
-        reason if status != "scoring_error" else "the scorer could not score this rollout; see record.json"
+def _set_aside(
+    folder: Path,
+    attempt: int,
+    status: RolloutStatus,
+    reason: str | None,
+    t0: float,
+    result: AgentResult | None = None,
+) -> FailedAttempt:
+    """Keep a failed attempt that will be run again: its raw logs (what the backend wrote into the
+    record folder) and its events move to ``attempts/<k>/``, and the record will say how it ended."""
+    keep = folder / ATTEMPTS_DIR / str(attempt)
+    keep.mkdir(parents=True, exist_ok=True)
+    for path in list(folder.iterdir()):
+        if path.name != ATTEMPTS_DIR:
+            path.rename(keep / path.name)
+    events = None
+    if result is not None:
+        write_jsonl(keep / "events.jsonl", result.events)
+        events = f"{ATTEMPTS_DIR}/{attempt}/events.jsonl"
+    return FailedAttempt(
+        attempt=attempt,
+        status=status,
+        stalled=bool(result is not None and result.stalled),
+        reason=reason,
+        wall_s=round(time.monotonic() - t0, 3),
+        events=events,
     )
-    lines = [f"status: {status}" + (f" ({shown})" if shown else "")]
-    if score is not None:
-        lines.append(f"score: hard={score.hard} soft={score.soft:.3f} mixed={score.mixed:.3f}")
-    changed = sum(1 for line in diff.splitlines() if line.startswith("diff --git "))
-    lines.append(f"the agent changed {changed} file(s)" if changed else "the agent changed no files")
-    if diff:
-        shown = diff[:_SUMMARY_DIFF_CHARS]
-        lines.append(shown + ("\n[diff truncated]" if len(diff) > len(shown) else ""))
-    messages.append(Message(role="system", content="\n".join(lines)))
-    return [json.loads(m.model_dump_json()) for m in messages]
 
 
 def per_task_scores(records: list[RolloutRecord], metric: str) -> dict[str, list[float | None]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pygit2
 
-from skilltune.agents.base import AgentBackend, Placement
+from skilltune.agents.base import AgentBackend, AgentOptions, Placement
 from skilltune.errors import UsageError
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
@@ -220,6 +221,52 @@ def placed_prompts(candidate: Candidate | None, placement: Placement, task_promp
     if placement == "prepend":
         return PlacedSkill(f"{candidate.text}\n\n---\n\n{task_prompt}", None)
     return PlacedSkill(task_prompt, None)
+
+
+def check_target(
+    backend: AgentBackend,
+    options: AgentOptions,
+    tasks: Sequence[Task],
+    candidates: Sequence[Candidate | None] = (),
+    executor: str = "local",
+    suite: Suite | None = None,
+    preflight: bool = True,
+) -> None:
+    """Refuse, before anything is written, what the backend cannot run: its own preflight (a key, a
+    model), a skill or task it cannot take (a chat target and task files), or the Ray executor for a
+    backend whose rate limits hold within this process."""
+    if executor == "ray" and backend.runs_in_process:
+        raise UsageError(
+            f"--executor ray cannot run the {backend.name} target: its rate limits (max_concurrent, "
+            "requests_per_minute, tokens_per_minute) hold within one process and a chat call needs no "
+            "worker of its own; use --executor local with --workers N"
+        )
+    if preflight:
+        backend.preflight(options)
+    problems = [
+        f"skill {c.name}: {p}" for c in candidates if c is not None and (p := backend.skill_problem(c))
+    ]
+    for task in tasks:
+        problem = backend.task_problem(task)
+        if problem:
+            problems.append(f"{task_location(suite, task)}: task {task.id}: {problem}")
+    if problems:
+        shown = "\n".join(f"  {p}" for p in problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise UsageError(f"the {backend.name} agent cannot run this:\n{shown}{more}")
+
+
+def task_location(suite: Suite | None, task: Task) -> str:
+    """``<split>.jsonl:<line>`` of ``task`` in a folder suite (else the suite's source, or the split)."""
+    if suite is None:
+        return task.split or "task"
+    path = suite.root / f"{task.split}.jsonl"
+    if path.is_file() and suite.kind == "jsonl":
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            with contextlib.suppress(ValueError):
+                if line.strip() and json.loads(line).get("id") == task.id:
+                    return f"{path}:{number}"
+    return str(suite.source)
 
 
 def place_skill(

@@ -19,6 +19,7 @@ import pytest
 from skilltune.agents import AGENTS, AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend
 from skilltune.agents.process import _LIVE, ProcessOutcome, reap_orphans
+from skilltune.errors import InfraFailure
 from skilltune.evaluate import evaluate
 from skilltune.rollout import RetryPolicy
 from tests.helpers import write_suite
@@ -167,7 +168,8 @@ def test_infra_errors_and_crashes_are_never_cached(tmp_path: Path) -> None:
     )
     cache = tmp_path / "cache"
     no_wait = RetryPolicy(max_attempts=1, base_s=0, cap_s=0)
-    evaluate(suite, None, out=tmp_path / "a", cache=cache, retry=no_wait)
+    with pytest.raises(InfraFailure):  # every rollout ended infra_error: exit 3, the records kept
+        evaluate(suite, None, out=tmp_path / "a", cache=cache, retry=no_wait)
     assert not list(cache.rglob("record.json"))
 
 

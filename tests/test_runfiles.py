@@ -24,9 +24,11 @@ from skilltune.runfiles import (
     JudgeInputsFile,
     NewerRunFileError,
     OldRunFileError,
+    ReflectionsFile,
     RolloutRecord,
     RunConfigFile,
     SessionStart,
+    SlowUpdateFile,
     StageDone,
     UnitRecord,
     Verdict,
@@ -147,30 +149,30 @@ def test_migrations_of_schema_1() -> None:
         )
 
 
-def test_files_of_schema_3_read_as_schema_4_with_judging_defaults() -> None:
-    """Schema 4 added judged scoring: files of schema 3 (explicitly built here) read unchanged, every
+def test_files_of_schema_4_read_as_schema_5_with_judging_defaults() -> None:
+    """Schema 5 added judged scoring: files of schema 4 (explicitly built here) read unchanged, every
     new field at its default; a judge.json or judge_inputs.json claiming an older version is refused
     (they did not exist before), one from a newer skilltune too."""
     record = RolloutRecord.parse(
-        {"schema_version": 3, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+        {"schema_version": 4, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
          "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
-         "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"},
+         "wall_s": 0.1, "attempt_history": [], "started_at": "2026-01-01T00:00:00+00:00"},
         "record.json",
     )  # fmt: skip
     assert (record.schema_version, record.judge, record.pending_status) == (SCHEMA_VERSION, None, None)
     verdict = Verdict.parse(
-        {"schema_version": 3, "decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5,
+        {"schema_version": 4, "decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5,
          "val_incumbent": 0.4, "rounds": [], "rollouts": 4, "alpha": 0.01},
         "gate.json",
     )  # fmt: skip
     assert verdict.secondary is None and verdict.accept
     config = RunConfigFile.parse(
-        {"schema_version": 3, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"},
+        {"schema_version": 4, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"},
         "config.json",
     )
     assert (config.prompt_variant, config.judge_options) == ("cheap", {})
     event = parse_event(
-        {"schema_version": 3, "ts": "2026-01-01T00:00:00+00:00", "event": "stage", "unit": "step_0001",
+        {"schema_version": 4, "ts": "2026-01-01T00:00:00+00:00", "event": "stage", "unit": "step_0001",
          "stage": "gate", "seconds": 1.0, "rollouts": 4},
         "journal.jsonl",
     )  # fmt: skip
@@ -180,7 +182,7 @@ def test_files_of_schema_3_read_as_schema_4_with_judging_defaults() -> None:
     with pytest.raises(
         OldRunFileError, match=r"judge\.json claims a run schema from before judge\.json existed"
     ):
-        JudgeFile.parse({"schema_version": 3, **judged}, "judge.json")
+        JudgeFile.parse({"schema_version": 4, **judged}, "judge.json")
     with pytest.raises(OldRunFileError, match=r"judge_inputs\.json"):
         JudgeInputsFile.parse({"schema_version": 2, "files": {}}, "judge_inputs.json")
     with pytest.raises(NewerRunFileError):
@@ -249,3 +251,43 @@ def test_schema_3_audit_findings_and_the_findings_setting(tmp_path: Path) -> Non
         resume(run.root, budget_rollouts=5000, **_quiet())
     after = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
     assert after == before
+
+
+def test_records_of_schema_2_migrate_without_attempt_history_and_calls_without_cost() -> None:
+    raw = {"schema_version": 2, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h",
+           "status": "ok", "wall_s": 0.1, "attempts": 3, "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    assert "attempt_history" not in raw
+    record = RolloutRecord.parse(raw, "record.json")
+    assert record.schema_version == SCHEMA_VERSION and record.attempts == 3 and record.attempt_history == []
+    call = {"role": "analyst", "model": "m", "prompt": "p", "response": "r", "tokens_in": 1, "tokens_out": 2}
+    reflections = ReflectionsFile.parse(
+        {"schema_version": 2, "edits": [], "calls": [call]}, "reflections.json"
+    )
+    assert reflections.calls[0].cost_usd is None and reflections.calls[0].notes == []
+    slow = SlowUpdateFile.parse({"schema_version": 2, "guidance": "g", "calls": [call]}, "slow_update.json")
+    assert slow.calls[0].tokens_out == 2 and slow.calls[0].cost_usd is None
+    with pytest.raises(NewerRunFileError):
+        RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")
+
+
+def test_a_retried_rollout_keeps_each_failed_attempt(tmp_path: Path) -> None:
+    """Two scripted infra errors, then a success: the record says how each failed attempt ended, and
+    their events lie in the record folder."""
+    from skilltune.evaluate import evaluate
+    from skilltune.rollout import RetryPolicy
+    from tests.helpers import rule_task, write_suite
+
+    task = rule_task("flaky", ["r1"], mock_infra_errors=2)
+    suite = write_suite(tmp_path / "suite", [task], [task | {"id": "flaky-val"}])
+    evaluate(suite, None, out=tmp_path / "out", retry=RetryPolicy(max_attempts=4, base_s=0, cap_s=0))
+    (path,) = (tmp_path / "out").glob("rollouts/eval/*/*/record.json")
+    record = RolloutRecord.read(path)
+    assert record.status == "ok" and record.attempts == 3 and record.score is not None
+    assert [(a.attempt, a.status, a.stalled) for a in record.attempt_history] == [
+        (1, "infra_error", False),
+        (2, "infra_error", False),
+    ]
+    assert all("scripted infra error" in (a.reason or "") for a in record.attempt_history)
+    for attempt in record.attempt_history:
+        assert attempt.events is not None and (path.parent / attempt.events).is_file()

@@ -16,4 +16,9 @@ __all__ = ["app", "compare", "evaluate", "inspect", "judge", "main", "train"]
 
 
 def main() -> None:
+    import warnings
+
+    from skilltune.cli.app import show_warning
+
+    warnings.showwarning = show_warning
     app(prog_name="skilltune")

@@ -36,6 +36,7 @@ from skilltune.agents.process import GRACE_S
 from skilltune.errors import UsageError
 from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
 from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.scoring import rescore_record
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, write_text
 
@@ -197,7 +198,7 @@ class RayExecutor:
             folder = rollout_dir(runner.out, job)
             kept = runner.unscored(job)
             if kept is not None:  # the agent's work is in the run directory: score it here
-                yield runner.rescore(job, folder, kept)
+                yield rescore_record(runner.suite, job.task, folder, kept)
                 continue
             if runner.cache is not None and not runner.fresh:
                 folder.parent.mkdir(parents=True, exist_ok=True)

@@ -21,11 +21,14 @@ journal events typed; ``UnitRecord.verdict`` lost the never-written value ``cras
 3 = audit.json (``AuditFile``) and findings.json (``FindingsRecord``) are new (a file of
 either claiming an older version is refused); config.json gained ``findings`` (the shared
 findings file; a schema 2 config.json reads with none).
-4 = judged scoring: judge.json and judge_inputs.json (new files); record.json gained the
+4 = record.json keeps each failed attempt of a retried rollout (``attempt_history``: status,
+reason, wall time, its events file); proposer calls (reflections.json, slow_update.json) carry
+``cost_usd`` and ``notes``. Files of schema 3 migrate with an empty history and unknown costs.
+5 = judged scoring: judge.json and judge_inputs.json (new files); record.json gained the
 status ``unscored`` with ``pending_status`` and the judge's usage (``judge``); stage events
 the judge's tokens and USD; config.json the settings ``prompt_variant`` and
-``judge_options``; gate.json ``secondary``. Files of version 3 read unchanged (every new
-field has a default); a judge.json or judge_inputs.json claiming a version before 4 is refused.
+``judge_options``; gate.json ``secondary``. Files of version 4 read unchanged (every new
+field has a default); a judge.json or judge_inputs.json claiming a version before 5 is refused.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from skilltune.runfiles.rollouts import (
     UNDECIDED,
     ArmResult,
     Comparison,
+    FailedAttempt,
     PairResult,
     Phase,
     RolloutFiles,
@@ -95,6 +99,7 @@ __all__ = [
     "Criterion",
     "Decision",
     "EditBudgetConfig",
+    "FailedAttempt",
     "FindingsRecord",
     "FindingsTarget",
     "JournalEvent",

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
 
-FIRST_VERSION = 4  # judge.json and judge_inputs.json first exist in run schema 4
+FIRST_VERSION = 5  # judge.json and judge_inputs.json first exist in run schema 5
 
 
 def _predating(name: str) -> dict[int, Migration]:

@@ -10,8 +10,16 @@ from skilltune.propose.model import Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
 
 
+def _calls_without_cost(raw: dict[str, Any]) -> dict[str, Any]:
+    # Proposer calls before schema 4 had no cost or notes: unknown, none.
+    calls = [call | {"cost_usd": None, "notes": []} for call in raw.get("calls") or []]
+    return raw | {"calls": calls}
+
+
 class ReflectionsFile(RunFile):
     """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode)."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _calls_without_cost}
 
     edits: list[Edit] = Field(default_factory=list)
     files: dict[str, str] | None = None
@@ -21,6 +29,8 @@ class ReflectionsFile(RunFile):
 
 class SlowUpdateFile(RunFile):
     """slow_update.json: the epoch's longitudinal guidance for the skill's slow-update block."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _calls_without_cost}
 
     guidance: str
     calls: list[ProposerCall] = Field(default_factory=list)

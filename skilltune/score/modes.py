@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
 from skilltune.agents.process import kill_group
-from skilltune.errors import ScoringError
+from skilltune.errors import ScoringError, SkilltuneWarning
 from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class RubricScorer(Scorer):
             source="rubric.py score()",
         )
         if note is not None:
-            warnings.warn(f"{self.suite.source}: rubric.py {note}", stacklevel=2)
+            warnings.warn(f"{self.suite.source}: rubric.py {note}", SkilltuneWarning, stacklevel=2)
             score = score.model_copy(update={"checks": [*score.checks, f"warning: {note}"]})
         return score
 

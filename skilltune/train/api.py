@@ -28,7 +28,7 @@ from skilltune.train.context import RunContext, Setup
 from skilltune.train.loop import execute
 from skilltune.train.rollouts import refusal
 from skilltune.train.units import best_val, finished, incumbent
-from skilltune.workspace import check_placement
+from skilltune.workspace import check_placement, check_target
 
 
 class TrainResult(BaseModel):
@@ -121,6 +121,7 @@ def train(
     setup = Setup.of(config)
     seed = load_skill(config.skill)
     check_placement(seed, setup.backend, setup.options.placement)
+    check_target(setup.backend, setup.options, [], [seed])
     refused = refusal(setup.backend, setup.options, setup.suite, seed)
     if refused is not None:
         raise UsageError(f"the seed skill: {refused}")

@@ -33,6 +33,9 @@ def replicate_base(seq: int, offset: int = 0) -> int:
 def refusal(backend: AgentBackend, options: AgentOptions, suite: Suite, candidate: Candidate) -> str | None:
     """Why the target agent cannot take ``candidate`` at all (a limit its backend declares), checked
     on the suite's longest task prompt."""
+    problem = backend.skill_problem(candidate)
+    if problem is not None:
+        return problem
     splits = [split for split in ("train", "val", "test") if suite.has_split(split)]
     longest = max((t.prompt for split in splits for t in suite.tasks(split)), key=len, default="")
     placed = placed_prompts(candidate, options.placement, longest)

@@ -1,7 +1,10 @@
-"""Scoring a rollout again from its record folder: an ``unscored`` one, once the judge answers.
+"""Scoring a finished rollout: in its workspace, or again from its record folder.
 
-The agent's work is on disk (output.txt, diff.patch, judge_inputs.json); only the scorer
-runs. The record keeps everything else as it was and adds what scoring cost.
+In the workspace, skill-trainer's ``task.json`` (the task with its split) sits beside
+``output.txt`` for the scorer only: written after the agent exited and its diff was saved,
+removed once scored. Again from the record folder: an ``unscored`` rollout, once the judge
+answers; the agent's work is on disk (output.txt, diff.patch, judge_inputs.json), only the
+scorer runs, and the record keeps everything else as it was and adds what scoring cost.
 """
 
 from __future__ import annotations
@@ -10,11 +13,24 @@ import json
 from pathlib import Path
 
 from skilltune.agents.base import AgentResult
+from skilltune.conversation import restate_status
 from skilltune.errors import ScoringError
 from skilltune.runfiles import RolloutFiles, RolloutRecord, RolloutStatus
-from skilltune.score.base import Score, ScoringUsage
+from skilltune.score.base import Score, Scored, ScoringUsage
 from skilltune.store import write_json
 from skilltune.suite import Suite, Task
+
+
+def score_in_workspace(
+    suite: Suite, task: Task, workspace: Path, result: AgentResult, folder: Path
+) -> Scored:
+    """Score a rollout whose agent has exited, with task.json in its workspace for the scorer's eyes only."""
+    task_json = workspace / "task.json"
+    task_json.write_text(json.dumps(task.with_split(), indent=2), encoding="utf-8")
+    try:
+        return suite.scorer(task).score_rollout(task, workspace, result, folder)
+    finally:
+        task_json.unlink(missing_ok=True)
 
 
 def rescore_record(suite: Suite, task: Task, folder: Path, record: RolloutRecord) -> RolloutRecord:
@@ -37,7 +53,7 @@ def rescore_record(suite: Suite, task: Task, folder: Path, record: RolloutRecord
         status, reason, usage = "scoring_error", str(exc), getattr(exc, "usage", None)
     if score is not None:
         write_json(folder / "score.json", score.file_json())
-    _restate_status(folder, status, reason, score)
+    restate_status(folder, status, reason, score)
     updated = record.model_copy(
         update={
             "status": status,
@@ -65,23 +81,3 @@ def add_usage(before: ScoringUsage | None, now: ScoringUsage | None) -> ScoringU
             "cached": before.cached and now.cached,
         }
     )
-
-
-def _restate_status(folder: Path, status: str, reason: str | None, score: Score | None) -> None:
-    """conversation.json's summary, brought up to date once an unscored rollout was scored."""
-    path = folder / "conversation.json"
-    if not path.is_file():
-        return
-    messages = json.loads(path.read_text(encoding="utf-8"))
-    if not messages or messages[-1].get("role") != "system":
-        return
-    lines = str(messages[-1].get("content", "")).splitlines()
-    shown = (
-        "the scorer could not score this rollout; see record.json" if status == "scoring_error" else reason
-    )
-    head = [f"status: {status}" + (f" ({shown})" if shown else "")]
-    if score is not None:
-        head.append(f"score: hard={score.hard} soft={score.soft:.3f} mixed={score.mixed:.3f}")
-    rest = [line for line in lines[1:] if not line.startswith("score: ")]
-    messages[-1]["content"] = "\n".join(head + rest)
-    write_json(path, messages)
