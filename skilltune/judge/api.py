@@ -21,10 +21,11 @@ from skilltune.judge.verdict import TOOL_NAME, RecordVerdict
 _WHERE = "--judge-opt"
 
 
-def verdict_tool() -> dict[str, Any]:
+def verdict_tool() -> Any:
     """The ``record_verdict`` tool: a name, what it is for, and the verdict's JSON schema."""
-    schema = RecordVerdict.model_json_schema()
-    return {"name": TOOL_NAME, "description": (RecordVerdict.__doc__ or "").strip(), "parameters": schema}
+    from skilltune.modelcalls import Tool
+
+    return Tool(TOOL_NAME, (RecordVerdict.__doc__ or "").strip(), RecordVerdict.model_json_schema())
 
 
 class APIJudgeModel(JudgeModel):
@@ -79,7 +80,7 @@ class APIJudgeModel(JudgeModel):
         return ModelClient(endpoint, calls, where=_WHERE)
 
     def ask(self, system: str, user: str) -> JudgeReply:
-        from skilltune.agents.process import harness_interrupted
+        from skilltune.agents.process import interrupted
         from skilltune.modelcalls import CallCancelled, ChatRequest, ModelCallError
 
         request = ChatRequest.of(
@@ -92,7 +93,7 @@ class APIJudgeModel(JudgeModel):
             tool_choice="auto",
         )
         try:
-            reply = self.client().chat(request, cancel=harness_interrupted)
+            reply = self.client().chat(request, cancel=interrupted)
         except ModelCallError as exc:
             raise ScorerUnavailable(
                 f"the judge failed after its retries: {exc}; `skilltune resume` judges the kept rollouts "
@@ -105,7 +106,7 @@ class APIJudgeModel(JudgeModel):
         args = next((c.arguments for c in reply.tool_calls if c.name == TOOL_NAME), None)
         return JudgeReply(
             content=reply.text,
-            tool_args=args if isinstance(args, dict) else None,
+            tool_args=args,
             model=reply.model,
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,

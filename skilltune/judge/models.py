@@ -89,8 +89,6 @@ class CLIJudgeModel(JudgeModel):
         )
 
 
-_LANGCHAIN = {"openai": "langchain_openai", "anthropic": "langchain_anthropic"}
-
 
 def client_status(settings: JudgeSettings) -> tuple[str, bool]:
     """(what asks the judge, or what to install, and whether it is there)."""
@@ -103,7 +101,6 @@ def client_status(settings: JudgeSettings) -> tuple[str, bool]:
         return f"the {settings.provider} CLI is missing: {status.fix}", False
     import importlib.util
 
-    module = _LANGCHAIN[settings.provider]
-    if importlib.util.find_spec(module) is None:
-        return f"LangChain's {settings.provider} package is missing: pip install 'skilltune[api]'", False
-    return f"LangChain ({module})", True
+    if importlib.util.find_spec("httpx2") is None:
+        return "httpx2 (the model-call layer's HTTP client) is missing: pip install 'skilltune[api]'", False
+    return f"skilltune.modelcalls ({settings.provider} wire format)", True

@@ -51,8 +51,10 @@ Public API::
   and ``ask(prompt, system=..., cancel=..., model=..., max_tokens=..., temperature=...,
   seed=..., stop=(...))`` return a ``Reply``.
 - ``ChatRequest(messages=(ChatMessage(role, content), ...), model, max_tokens, temperature,
-  seed, stop, extra)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra`` holds more
-  request fields sent as they are (``response_format`` for JSON output, ``top_p``...).
+  seed, stop, extra, tools, tool_choice)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra``
+  holds more request fields sent as they are (``response_format`` for JSON output, ``top_p``...);
+  ``tools`` (``Tool(name, description, parameters)``) are offered in each wire format's shape, and
+  the reply's ``tool_calls`` (``ToolCall(name, arguments, raw)``) are the calls the model made.
 - ``ModelCallError`` (a SkilltuneError, exit 3): ``kind`` (rate_limited, server_error, network,
   timeout, auth, not_found, bad_request, budget), ``status``, ``retryable``, ``attempts``,
   ``events``. ``CallCancelled``: the cancel check fired (``events`` so far).
@@ -76,6 +78,8 @@ from skilltune.modelcalls.settings import (
     Provider,
     Reply,
     TokenParam,
+    Tool,
+    ToolCall,
     resolve_endpoint,
 )
 
@@ -90,6 +94,8 @@ __all__ = [
     "Provider",
     "Reply",
     "TokenParam",
+    "Tool",
+    "ToolCall",
     "forget_endpoints",
     "resolve_endpoint",
 ]

@@ -245,7 +245,7 @@ class ModelClient:
              "tokens_in": tokens_in, "tokens_out": tokens_out, "seconds": round(seconds, 3), "text": text}
         )  # fmt: skip
         return Reply(
-            text=text, model=partial.model or request.model, finish=finish, tokens_in=tokens_in,
+            text=text, model=partial.model or request.model, finish=finish, tool_calls=partial.tool_calls(), tokens_in=tokens_in,
             tokens_out=tokens_out, usage_estimated=estimated, cost_usd=cost,
             seconds=round(time.monotonic() - t0, 3), attempts=attempt, failures=failures, events=events, notes=notes,
         )  # fmt: skip

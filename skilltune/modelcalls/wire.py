@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from skilltune.modelcalls.settings import ChatRequest
+from skilltune.modelcalls.settings import ChatRequest, ToolCall
 
 ANTHROPIC_VERSION = "2023-06-01"
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
@@ -31,6 +31,26 @@ class Partial:
     tokens_out: int | None = None
     error: dict[str, Any] | None = None  # an error reported inside a 200 answer or a stream
     done: bool = False
+    tool_names: dict[int, str] = field(default_factory=dict)  # tool calls by index: name, argument pieces
+    tool_args: dict[int, list[str]] = field(default_factory=dict)
+
+    def add_tool(self, index: int, name: str | None, arguments: Any) -> None:
+        """Fold a tool call, or a piece of one, into the answer (arguments: a JSON text piece or an object)."""
+        if isinstance(name, str) and name:
+            self.tool_names[index] = name
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        if isinstance(arguments, str) and arguments:
+            self.tool_args.setdefault(index, []).append(arguments)
+            self.units += 1  # a call's arguments are generated tokens too
+
+    def tool_calls(self) -> list[ToolCall]:
+        calls = []
+        for index in sorted(self.tool_names):
+            raw = "".join(self.tool_args.get(index, []))
+            parsed = _json(raw) if raw.strip() else {}
+            calls.append(ToolCall(self.tool_names[index], parsed if isinstance(parsed, dict) else None, raw))
+        return calls
 
 
 class Wire(Protocol):
@@ -88,6 +108,12 @@ class OpenAIChat:
             body["stop"] = list(request.stop)
         if stream:
             body["stream_options"] = {"include_usage": True}
+        if request.tools:
+            body["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+                for t in request.tools
+            ]  # fmt: skip
+            body["tool_choice"] = request.tool_choice
         return _with_extra(body, request, dropped)
 
     def _usage(self, obj: dict[str, Any], into: Partial) -> None:
@@ -110,6 +136,11 @@ class OpenAIChat:
         message = first.get("message") or {}
         content = message.get("content") if isinstance(message, dict) else None
         into.text.append(content if isinstance(content, str) else "")
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for index, call in enumerate(calls if isinstance(calls, list) else []):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                into.add_tool(index, function.get("name"), function.get("arguments"))
         into.finish = first.get("finish_reason") or "stop"
         into.done = True
 
@@ -138,6 +169,16 @@ class OpenAIChat:
                 into.units += 1
             elif isinstance(thought, str) and thought:
                 into.units += 1  # a reasoning model's thinking counts against the limit, not the text
+            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for position, call in enumerate(calls if isinstance(calls, list) else []):
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    index = call.get("index", position)
+                    into.add_tool(
+                        index if isinstance(index, int) else position,
+                        function.get("name"),
+                        function.get("arguments"),
+                    )
             if choice.get("finish_reason"):
                 into.finish = choice["finish_reason"]
 
@@ -177,6 +218,11 @@ class AnthropicMessages:
             body["temperature"] = request.temperature
         if request.stop:
             body["stop_sequences"] = list(request.stop)
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in request.tools
+            ]  # fmt: skip
+            body["tool_choice"] = {"type": "any" if request.tool_choice == "required" else "auto"}
         return _with_extra(body, request, dropped)
 
     def read(self, obj: dict[str, Any], into: Partial) -> None:
@@ -187,6 +233,9 @@ class AnthropicMessages:
         into.text.append(
             "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         )
+        for index, block in enumerate(blocks):
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                into.add_tool(index, block.get("name"), block.get("input"))
         usage = obj.get("usage") or {}
         into.tokens_in = usage.get("input_tokens") if isinstance(usage.get("input_tokens"), int) else None
         into.tokens_out = usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) else None
@@ -206,6 +255,10 @@ class AnthropicMessages:
             usage = message.get("usage") or {}
             if isinstance(usage.get("input_tokens"), int):
                 into.tokens_in = usage["input_tokens"]
+        elif kind == "content_block_start":
+            block = obj.get("content_block") or {}
+            if block.get("type") == "tool_use":  # its input streams as input_json_delta pieces
+                into.add_tool(int(obj.get("index", 0)), block.get("name"), None)
         elif kind == "content_block_delta":
             delta = obj.get("delta") or {}
             if delta.get("type") == "text_delta" and delta.get("text"):
@@ -213,6 +266,8 @@ class AnthropicMessages:
                 into.units += 1
             elif delta.get("type") == "thinking_delta":
                 into.units += 1
+            elif delta.get("type") == "input_json_delta":
+                into.add_tool(int(obj.get("index", 0)), None, delta.get("partial_json"))
         elif kind == "message_delta":
             stop = (obj.get("delta") or {}).get("stop_reason")
             if stop:
