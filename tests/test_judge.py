@@ -482,3 +482,33 @@ def test_calibrate_reports_the_judges_noise(tmp_path: Path) -> None:
     assert result.judge is not None and result.judge.rollouts == 4 and result.judge.suite_samples == 2
     assert result.judge.hard_agreement is not None and result.judge.hard_agreement < 1.0
     assert result.judge.judge_var is not None and result.judge.gate_var is not None
+
+
+def test_a_named_key_variable_is_not_required_by_a_local_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite naming api_key_env (for its usual remote judge), pointed at a local server with
+    --judge-opt base_url: no key is needed there, so none is asked for (found by hand: every rollout
+    was a scoring error)."""
+    monkeypatch.delenv("REMOTE_JUDGE_KEY", raising=False)
+    good, _ = skills(tmp_path)
+    with serve(tool_judge) as server:
+        root = judged_suite(tmp_path / "s", server.url, samples=1, api_key_env="REMOTE_JUDGE_KEY")
+        summary = evaluate(root, good, split="val", out=tmp_path / "o")
+    assert summary.statuses == {"ok": 2} and summary.hard_acc == 1.0
+    assert "authorization" not in {k.lower() for k in server.raw[0]["headers"]}
+
+
+def test_a_judge_that_refuses_us_stops_the_batch_not_a_scoring_error_each(tmp_path: Path) -> None:
+    """A 401 (a wrong key) is no verdict and no outage to wait out: the batch stops at once, the
+    rollout is kept unscored (never a scoring error per rollout while paid rollouts carry on)."""
+    good, _ = skills(tmp_path)
+    refusals = [Failure(status=401, message="invalid key") for _ in range(20)]
+    with serve(tool_judge, failures=refusals, failures_for="all") as server:
+        root = judged_suite(tmp_path / "s", server.url, samples=1)
+        result = CliRunner().invoke(
+            app, ["run", str(root), "--skill", str(good), "--out", str(tmp_path / "o"), "--workers", "1"]
+        )
+        assert len(server.requests) == 1  # not retried: a refusal is not transient
+    assert result.exit_code == 3 and "invalid key" in result.stderr
+    assert [r.status for r, _ in records(tmp_path / "o")] == ["unscored"]

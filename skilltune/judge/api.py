@@ -46,6 +46,7 @@ class APIJudgeModel(JudgeModel):
                 f"the judge at {self.settings.effective_base_url} needs a key: set {where} or put it in a "
                 f".env file (or name the variable with {_WHERE} api_key_env=VAR)"
             )
+        self.client()  # the endpoint resolves now, not in the middle of a batch
 
     def client(self) -> Any:
         with self._lock:
@@ -62,7 +63,9 @@ class APIJudgeModel(JudgeModel):
         if key is not None and source == "dotenv":
             # the module reads keys from the environment when it sends a request: this process only
             os.environ.setdefault(names[0].replace("-", "_"), key)
-        key_env = names[0].replace("-", "_") if key is not None or settings.api_key_env else None
+        # A server on this machine needs no key: the variable is named only when a key was found (or
+        # the endpoint is remote, where the layer says which variable to set).
+        key_env = names[0].replace("-", "_") if key is not None or not settings.local else None
         endpoint = resolve_endpoint(
             settings.provider,  # type: ignore[arg-type]
             settings.effective_base_url,

@@ -89,7 +89,6 @@ class CLIJudgeModel(JudgeModel):
         )
 
 
-
 def client_status(settings: JudgeSettings) -> tuple[str, bool]:
     """(what asks the judge, or what to install, and whether it is there)."""
     if settings.is_cli:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from skilltune.errors import ScorerUnavailable, ScoringError
+from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
 from skilltune.judge.models import CLIJudgeModel, JudgeModel
 from skilltune.judge.prompt import (
     PROMPT_VERSION,
@@ -168,9 +168,13 @@ class JudgeScorer(Scorer):
         cached = _cached(path, key, samples)
         if cached is not None:
             return Drawn(cached.samples, ScoringUsage(model=cached.model, cached=True), cached)
-        model = self.model()
         if self._down is not None:
             raise ScorerUnavailable(f"the judge's endpoint failed earlier in this run: {self._down}")
+        try:
+            model = self.model()
+        except SkilltuneError as exc:  # the judge cannot be set up: every rollout would fail alike
+            self._down = str(exc)
+            raise ScorerUnavailable(str(exc)) from None
         with ThreadPoolExecutor(max_workers=samples, thread_name_prefix="skilltune-judge") as pool:
             futures = [
                 pool.submit(self._one, model, system, user, i, settings.max_attempts) for i in range(samples)
@@ -179,9 +183,11 @@ class JudgeScorer(Scorer):
             for future in futures:
                 try:
                     outcomes.append(future.result())
-                except ScorerUnavailable as exc:
+                except SkilltuneError as exc:  # the endpoint is down, or refuses us (a key, a model name)
                     self._down = str(exc)
-                    raise
+                    if isinstance(exc, ScorerUnavailable):
+                        raise
+                    raise ScorerUnavailable(str(exc)) from None
         failed = [o for o in outcomes if isinstance(o, JudgeCall)]
         calls = [o[1] if isinstance(o, tuple) else o for o in outcomes]
         usage = ScoringUsage(
