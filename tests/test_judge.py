@@ -512,3 +512,25 @@ def test_a_judge_that_refuses_us_stops_the_batch_not_a_scoring_error_each(tmp_pa
         assert len(server.requests) == 1  # not retried: a refusal is not transient
     assert result.exit_code == 3 and "invalid key" in result.stderr
     assert [r.status for r, _ in records(tmp_path / "o")] == ["unscored"]
+
+
+def test_judge_agreement_counts_the_verdicts_a_judge_did_give(tmp_path: Path) -> None:
+    good, _ = skills(tmp_path)
+    asked = {"n": 0}
+
+    def garbled(request: ModelRequest) -> Reply:  # one sample in three never gives a verdict
+        asked["n"] += 1
+        if asked["n"] % 3 == 0:
+            return Reply(text="I would rather not say.")
+        return tool_judge(request)
+
+    with serve(tool_judge) as server:
+        suite_root = judged_suite(tmp_path / "s", server.url, samples=1, max_attempts=1)
+        evaluate(load_suite(suite_root), good, split="val", reps=2, out=tmp_path / "o")
+    with serve(garbled) as server:
+        suite = load_suite(judged_suite(tmp_path / "s", server.url, samples=1, max_attempts=1))
+        report = judge_agreement(suite, tmp_path / "o", out=tmp_path / "agree", samples=3)
+        assert len(server.requests) == 4 * 3
+    # each rollout: two verdicts came, one never did; the two still measure agreement
+    assert (report.rejudged, report.unusable, report.skipped) == (4, 4, {})
+    assert report.noise.hard_agreement == 1.0

@@ -87,6 +87,10 @@ def agreement(
     out.print(
         f"re-judged {report.rejudged} rollout(s) {report.samples} times each ({report.tokens} tokens, {report.cost_usd:.4f} USD)"
     )
+    if report.unusable:
+        out.print(
+            f"  {report.unusable} verdict(s) never came in a usable form (after max_attempts tries each)"
+        )
     for reason, count in report.skipped.items():
         out.print(f"  skipped {count}: {reason}")
     out.print(

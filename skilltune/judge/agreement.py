@@ -23,7 +23,8 @@ from skilltune.store import write_json
 from skilltune.suite import Suite
 
 AGREEMENT_SCHEMA_VERSION = 1
-_JUDGED = ("ok", "task_failed", "timeout", "unscored")
+# Rollouts whose output a judge can read (a scoring error too: the judge may answer this time).
+_JUDGED = ("ok", "task_failed", "timeout", "unscored", "scoring_error")
 
 
 class AgreementReport(BaseModel):
@@ -35,6 +36,9 @@ class AgreementReport(BaseModel):
     judge: dict[str, object]
     samples: int
     rejudged: int
+    unusable: int = Field(
+        default=0, description="verdicts asked for that the judge never gave in a usable form"
+    )
     skipped: dict[str, int] = Field(default_factory=dict)
     tokens: int = 0
     cost_usd: float = 0.0
@@ -63,7 +67,7 @@ def judge_agreement(
     skipped: Counter[str] = Counter()
     verdicts: list[list[JudgeVerdict]] = []
     replicates: dict[str, list[float]] = {}
-    tokens, cost = 0, 0.0
+    tokens, cost, unusable = 0, 0.0, 0
     scorer: JudgeScorer | None = None
     for path in sorted(rollouts.rglob("record.json")):
         if out.resolve() in path.resolve().parents:
@@ -103,10 +107,14 @@ def judge_agreement(
         target = out / folder.resolve().relative_to(rollouts.resolve()) / JUDGE_FILE
         try:
             drawn = scorer.verdicts(case, draw, target)
-        except JudgeError as exc:
-            skipped["no usable verdict"] += 1
+        except JudgeError as exc:  # some verdicts never came: the others still count (not kept)
+            unusable += draw - len(exc.verdicts)
             tokens += exc.usage.tokens if exc.usage else 0
             cost += exc.usage.cost_usd if exc.usage else 0.0
+            if len(exc.verdicts) < 2:
+                skipped["fewer than two usable verdicts"] += 1
+                continue
+            verdicts.append(exc.verdicts)
             continue
         tokens += drawn.usage.tokens
         cost += drawn.usage.cost_usd
@@ -126,6 +134,7 @@ def judge_agreement(
         judge=settings.identity(),
         samples=draw,
         rejudged=len(verdicts),
+        unusable=unusable,
         skipped=dict(sorted(skipped.items())),
         tokens=tokens,
         cost_usd=round(cost, 6),

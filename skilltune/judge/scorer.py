@@ -50,11 +50,15 @@ RUBRIC_FILE = "judge.md"
 
 
 class JudgeError(ScoringError):
-    """The judge answered but gave no usable verdict: a scoring error, with what it cost."""
+    """The judge answered but gave no usable verdict: a scoring error, with what it cost and the
+    verdicts the other samples did give (``judge agreement`` counts them)."""
 
-    def __init__(self, message: str, usage: ScoringUsage | None) -> None:
+    def __init__(
+        self, message: str, usage: ScoringUsage | None, verdicts: list[JudgeVerdict] | None = None
+    ) -> None:
         super().__init__(message)
         self.usage = usage
+        self.verdicts = verdicts or []
 
 
 class JudgeFields(ScoringFields):
@@ -203,6 +207,7 @@ class JudgeScorer(Scorer):
                 f"the judge gave no usable verdict in {settings.max_attempts} attempt(s) "
                 f"(sample {failed[0].sample}): {last}",
                 usage,
+                [o[0] for o in outcomes if isinstance(o, tuple)],
             )
         verdicts = [o[0] for o in outcomes if isinstance(o, tuple)]
         file = JudgeFile(
