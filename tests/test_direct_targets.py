@@ -144,7 +144,10 @@ def test_skilltune_run_records_a_direct_target_like_any_backend(
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["hard_acc"] == 1.0 and summary["statuses"] == {"ok": 16}
-    assert summary["tokens_in"] == 16 * INPUT_TOKENS and summary["cost_usd"] > 0
+    # LangChain reads a streamed Anthropic answer's usage from message_delta; this fake (like
+    # older Messages API streams) sends input tokens only in message_start: they are estimated
+    exact_in = not (agent == "anthropic" and stream)
+    assert summary["cost_usd"] > 0 and (summary["tokens_in"] == 16 * INPUT_TOKENS or not exact_in)
     assert len(server.requests) == 16 and all(r.stream is stream for r in server.requests)
     first = server.requests[0]
     if agent == "openai":
@@ -159,11 +162,11 @@ def test_skilltune_run_records_a_direct_target_like_any_backend(
     assert {r.body["temperature"] for r in server.requests} == {0.7}
     for record, folder in records(out):
         assert record.agent == agent and record.model == "tiny-router" and record.status == "ok"
-        assert (record.tokens_in, record.tokens_out, record.turns) == (INPUT_TOKENS, OUTPUT_TOKENS, 1)
-        assert (
-            record.cost_usd == pytest.approx((INPUT_TOKENS + 2 * OUTPUT_TOKENS) / 1e6)
-            and record.cost_estimated
-        )
+        assert (record.tokens_out, record.turns) == (OUTPUT_TOKENS, 1) and (record.tokens_in or 0) > 0
+        if exact_in:
+            assert record.tokens_in == INPUT_TOKENS
+            assert record.cost_usd == pytest.approx((INPUT_TOKENS + 2 * OUTPUT_TOKENS) / 1e6)
+        assert record.cost_estimated
         events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
         assert [e["type"] for e in events] == ["request", "reply"]
         conversation = json.loads((folder / "conversation.json").read_text())

@@ -440,26 +440,38 @@ def test_anthropic_judge_tool_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         summary = evaluate(load_suite(root, judge_options=options), good, split="val", out=tmp_path / "o")
     assert (summary.hard_acc, summary.soft_acc) == (1.0, 0.9)
     first = server.raw[0]
-    assert first["path"].endswith("/v1/messages") and first["headers"]["x-api-key"] == "sk-ant-test"
-    assert (
-        first["body"]["tools"][0]["name"] == "record_verdict" and "input_schema" in first["body"]["tools"][0]
-    )
+    sent = {k.lower(): v for k, v in first["headers"].items()}  # the anthropic SDK (2.x): a bearer token
+    assert first["path"].endswith("/v1/messages") and sent["authorization"] == "Bearer sk-ant-test"
+    tool = first["body"]["tools"][0]
+    assert tool["name"] == "record_verdict" and "input_schema" in tool
+    assert first["body"]["tool_choice"] == {"type": "tool", "name": "record_verdict"}
     assert "sk-ant-test" not in json.dumps([r.model_dump() for r, _ in records(tmp_path / "o")])
 
 
-def test_tool_calls_are_read_from_a_plain_answer_too(tmp_path: Path) -> None:
-    from skilltune.judge.api import verdict_tool
+def test_the_verdict_is_asked_for_as_a_forced_tool_call(tmp_path: Path) -> None:
+    """Structured output through skilltune.modelcalls: the record_verdict tool is offered and forced,
+    streamed (the judge) and plain (a server that does not stream) alike."""
+    from skilltune.judge.verdict import RecordVerdict
     from skilltune.modelcalls import CallSettings, ChatRequest, ModelClient, resolve_endpoint
 
-    with serve(
-        lambda r: Reply(tool_calls=[ToolCall("record_verdict", {"criteria": [], "passed": True})])
-    ) as server:
+    good, _ = skills(tmp_path)
+    with serve(tool_judge) as server:
+        suite = load_suite(judged_suite(tmp_path / "s", server.url, samples=1))
+        summary = evaluate(suite, good, split="val", out=tmp_path / "o")
         client = ModelClient(resolve_endpoint("openai", f"{server.url}/v1", None), CallSettings(stream=False))
-        reply = client.chat(ChatRequest.of("judge", model="m", max_tokens=50, tools=(verdict_tool(),)))
-    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
-        ("record_verdict", {"criteria": [], "passed": True})
-    ]
-    assert server.requests[0].body["tool_choice"] == "auto" and not server.requests[0].stream
+        parsed, _ = client.structured(
+            ChatRequest.of(
+                f"PASS:{RULE} ## The output under evaluation PASS:{RULE}", model="m", max_tokens=300
+            ),
+            RecordVerdict,
+        )
+    assert (summary.hard_acc, summary.soft_acc) == (1.0, 0.9)
+    streamed, plain = server.requests[0], server.requests[-1]
+    for request in (streamed, plain):
+        assert [t["function"]["name"] for t in request.body["tools"]] == ["record_verdict"]
+        assert request.body["tool_choice"]["function"]["name"] == "record_verdict"
+    assert streamed.stream and not plain.stream
+    assert parsed is not None and parsed.passed and parsed.criteria[0].score == 1.0
 
 
 def test_calibrate_reports_the_judges_noise(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ def _train(tmp_path: Path, server: FakeOpenAI, tag: str, **settings: Any) -> Any
         "model": "gpt-test",
         "base_url": server.base_url,
         "api_key_env": "FAKE_API_KEY",
+        "stream": False,  # this fake answers in one JSON object (a streamed request would be sent twice)
     }
     options.update(settings.pop("proposer_options", {}))
     return train(

@@ -1,9 +1,11 @@
 """The judge behind an API (any OpenAI-compatible endpoint, or Anthropic), through skilltune.modelcalls.
 
 Each verdict is one bounded call (the token limit in the field the endpoint reads, a wall clock,
-retries of 429, 5xx, resets and timeouts) offering the ``record_verdict`` tool, whose schema is
-the verdict's pydantic model; the reply's tool call is the verdict, or its text when the endpoint
-made none (it may ignore tools). A call that still fails is ``ScorerUnavailable``.
+retries of 429, 5xx, resets and timeouts) asking for the verdict through structured output
+(``ModelClient.structured``: a forced tool call whose schema is ``RecordVerdict``); the tool call
+is the verdict, or the reply's text when the endpoint made none or garbled it (small local models
+answer in prose or fenced JSON: ``verdict.parse_reply`` reads it). A call that still fails is
+``ScorerUnavailable``.
 """
 
 from __future__ import annotations
@@ -16,16 +18,9 @@ from typing import Any
 from skilltune.errors import ScorerUnavailable, UsageError
 from skilltune.judge.models import JudgeModel, JudgeReply, client_status
 from skilltune.judge.settings import JudgeSettings, find_key
-from skilltune.judge.verdict import TOOL_NAME, RecordVerdict
+from skilltune.judge.verdict import RecordVerdict
 
 _WHERE = "--judge-opt"
-
-
-def verdict_tool() -> Any:
-    """The ``record_verdict`` tool: a name, what it is for, and the verdict's JSON schema."""
-    from skilltune.modelcalls import Tool
-
-    return Tool(TOOL_NAME, (RecordVerdict.__doc__ or "").strip(), RecordVerdict.model_json_schema())
 
 
 class APIJudgeModel(JudgeModel):
@@ -92,11 +87,9 @@ class APIJudgeModel(JudgeModel):
             model=self.name,
             max_tokens=self.settings.max_tokens,
             temperature=self.settings.temperature,
-            tools=(verdict_tool(),),
-            tool_choice="auto",
         )
         try:
-            reply = self.client().chat(request, cancel=interrupted)
+            parsed, reply = self.client().structured(request, RecordVerdict, cancel=interrupted)
         except ModelCallError as exc:
             raise ScorerUnavailable(
                 f"the judge failed after its retries: {exc}; `skilltune resume` judges the kept rollouts "
@@ -106,10 +99,9 @@ class APIJudgeModel(JudgeModel):
             from skilltune.agents.process import RolloutInterrupted
 
             raise RolloutInterrupted from None
-        args = next((c.arguments for c in reply.tool_calls if c.name == TOOL_NAME), None)
         return JudgeReply(
             content=reply.text,
-            tool_args=args,
+            tool_args=parsed.model_dump() if parsed is not None else None,
             model=reply.model,
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,

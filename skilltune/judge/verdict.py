@@ -1,6 +1,7 @@
 """Judge verdicts: the schema asked for, the lenient reading of a reply, and the aggregation rules.
 
-The judge is asked to call the ``record_verdict`` tool (LangChain structured output); a
+The judge is asked to call the ``record_verdict`` tool (LangChain structured output, through
+``skilltune.modelcalls``); a
 reply without a usable tool call is read from the first JSON object holding ``criteria``
 in its text once ``<think>...</think>`` blocks are removed. A reply that is neither is
 malformed (``ValueError``), and the caller retries with a correction.
@@ -19,7 +20,7 @@ import math
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from skilltune.runfiles.judge import Criterion, JudgeVerdict
 
@@ -36,6 +37,8 @@ class VerdictCriterion(BaseModel):
 
 class RecordVerdict(BaseModel):
     """Record the verdict on the output under evaluation: one entry per criterion of the rubric."""
+
+    model_config = ConfigDict(title=TOOL_NAME)  # the tool's name, as the judge's prompt spells it
 
     criteria: list[VerdictCriterion] = Field(description="one entry per criterion named in the rubric")
     overall: float = Field(description="0.0 to 1.0: the rubric's combination of the criteria")

@@ -10,6 +10,8 @@ their model here, so each call is bounded the same way:
   host and learns from the endpoint: a 400 refusing the field swaps it, and a streamed
   reply that runs past the limit is cut by the client (the endpoint ignored the field:
   later calls send the other one). ``token_param=max_tokens|max_completion_tokens`` forces it.
+  The client counts streamed pieces of text and tool-call arguments; ChatOpenAI drops a
+  reasoning server's ``reasoning_content``, so thinking is bounded by the field and the clock.
 - **wall-clock**: ``timeout_s`` per attempt, from sending the request to the last byte, and
   ``wall_limit_s`` for the whole call with its retries and backoff. At the limit the
   connection is shut down from the calling thread, so a generating server is cut off, not
@@ -26,10 +28,19 @@ their model here, so each call is bounded the same way:
 - **cancel**: ``cancel()`` is polled every 50 ms, while waiting for a limit, during the
   attempt and during backoff; when it turns true the connection is closed and
   ``CallCancelled`` raised. A KeyboardInterrupt in the calling thread closes it too.
-- **accounting**: each Reply has the endpoint's token counts (counted or estimated when it
-  sent none, ``usage_estimated``), USD from the price table (skilltune/agents/prices.py,
-  extended by ``prices``), the attempts and the reason of each failed one, and ``events``
-  (request parameters without the messages or the key, errors, retries, notes, the reply).
+- **accounting**: each Reply has the endpoint's token counts (LangChain's ``usage_metadata``;
+  estimated when the endpoint sent none, ``usage_estimated``), USD from the price table
+  (skilltune/agents/prices.py, extended by ``prices``), the attempts and the reason of each
+  failed one, and ``events`` (request parameters without the messages or the key, errors,
+  retries, notes, the reply).
+- **an endpoint that does not stream** (answers ``stream: true`` with one JSON object) is
+  asked again without streaming, and later calls to it are not streamed (a note says so).
+
+Transport: LangChain chat models, ``ChatOpenAI`` for any OpenAI-compatible endpoint (Chat
+Completions) and ``ChatAnthropic``, built per attempt with their own retries off, on an
+``httpx2`` client of ours that hands each attempt's socket to the thread that watches the
+clock (transport.py). LangChain and the vendor SDKs are imported on a client's first call; a
+missing one is a UsageError saying ``pip install 'skilltune[api]'``.
 
 Public API::
 
@@ -50,18 +61,31 @@ Public API::
 - ``ModelClient(endpoint, settings, where=...)``: thread-safe; ``chat(ChatRequest, cancel=...)``
   and ``ask(prompt, system=..., cancel=..., model=..., max_tokens=..., temperature=...,
   seed=..., stop=(...))`` return a ``Reply``.
+- ``structured(ChatRequest, schema, cancel=...)`` -> ``(parsed | None, Reply)``: the answer as an
+  instance of the pydantic model ``schema``, asked for through LangChain's
+  ``with_structured_output(schema, method="function_calling", include_raw=True)`` (a tool call
+  the model is made to use), bounded, retried and accounted as ``chat``. ``parsed`` is None when
+  the model answered without the tool call (``Reply.text`` is then its text, for the caller to
+  parse itself: small local models often answer in prose or fenced JSON) or with arguments that
+  do not validate (``Reply.text`` is then the arguments as JSON); ``Reply.notes`` says which.
+  A server that streams the tool's name in every piece (llama-cpp-python) is read all the same.
 - ``ChatRequest(messages=(ChatMessage(role, content), ...), model, max_tokens, temperature,
-  seed, stop, extra, tools, tool_choice)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra``
-  holds more request fields sent as they are (``response_format`` for JSON output, ``top_p``...);
-  ``tools`` (``Tool(name, description, parameters)``) are offered in each wire format's shape, and
-  the reply's ``tool_calls`` (``ToolCall(name, arguments, raw)``) are the calls the model made.
+  seed, stop, extra)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra`` holds more
+  request fields sent as they are (``response_format`` for JSON output, ``top_p``...).
 - ``ModelCallError`` (a SkilltuneError, exit 3): ``kind`` (rate_limited, server_error, network,
   timeout, auth, not_found, bad_request, budget), ``status``, ``retryable``, ``attempts``,
   ``events``. ``CallCancelled``: the cancel check fired (``events`` so far).
 - ``forget_endpoints()``: drop the shared per-endpoint state (tests).
 
-httpx2 (the HTTP client of the vendor SDKs) is imported on the first call; a missing one says
-what to install.
+Example of structured output::
+
+    class Verdict(BaseModel):
+        passed: bool
+        reasoning: str
+
+    verdict, reply = client.structured(ChatRequest.of(prompt, model="qwen", max_tokens=256), Verdict)
+    if verdict is None:
+        ...  # parse reply.text, or ask again
 """
 
 from __future__ import annotations
@@ -78,8 +102,6 @@ from skilltune.modelcalls.settings import (
     Provider,
     Reply,
     TokenParam,
-    Tool,
-    ToolCall,
     resolve_endpoint,
 )
 
@@ -94,8 +116,6 @@ __all__ = [
     "Provider",
     "Reply",
     "TokenParam",
-    "Tool",
-    "ToolCall",
     "forget_endpoints",
     "resolve_endpoint",
 ]

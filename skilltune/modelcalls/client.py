@@ -1,38 +1,50 @@
 """One bounded model call: a token limit the endpoint reads, a wall clock that ends it, retries,
-rate limits, and a cancel check that closes the connection at once (each attempt: attempt.py)."""
+rate limits, and a cancel check that closes the connection at once; the answer as text, or as a
+pydantic model through structured output.
+
+The call itself goes through a LangChain chat model (chatmodels.py) on our HTTP client
+(transport.py); the loop here decides what each attempt sends and what its failure means.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from skilltune.agents.prices import estimate_cost
-from skilltune.modelcalls.attempt import Attempts, Failure, Outcome
+from skilltune.errors import UsageError
+from skilltune.modelcalls.failures import REFUSED, Failure, final_error
 from skilltune.modelcalls.limits import endpoint_state
-from skilltune.modelcalls.settings import (
-    CallCancelled,
-    CallSettings,
-    ChatRequest,
-    Endpoint,
-    ErrorKind,
-    ModelCallError,
-    Reply,
-)
-from skilltune.modelcalls.wire import wire_for
+from skilltune.modelcalls.settings import CallCancelled, CallSettings, ChatRequest, Endpoint, Reply
+from skilltune.modelcalls.transport import Connection, http_client, run_attempt
 
+if TYPE_CHECKING:
+    from skilltune.modelcalls.chatmodels import Partial
+
+_S = TypeVar("_S", bound=BaseModel)
 _POLL_S = 0.05
 _BACKOFF_CAP_S = 30.0
 _PARAM_FIXES = 3  # a call adapts to refused parameters at most this often (not counted as retries)
-_CONTEXT = re.compile(r"context (length|window)|maximum context|too many tokens|n_ctx|context_length", re.I)
-_REFUSED = re.compile(
-    r"unsupported|not supported|unrecogni[sz]ed|unknown|extra (fields|inputs)|not permitted|instead", re.I
-)
+_LEARNABLE = ("stream_options", "parallel_tool_calls")  # parameters left out once an endpoint refuses them
 
 
-def _tokens_used(outcome: Outcome | None) -> int | None:
+@dataclass
+class _Outcome:
+    partial: Partial
+    failure: Failure | None = None
+    cut: bool = False  # the client stopped reading: the stream ran past the token limit
+
+
+def _tokens_used(outcome: _Outcome | None) -> int | None:
     """The tokens an attempt used, as the endpoint counted them (None: unknown)."""
     partial = outcome.partial if outcome is not None else None
     if partial is None or partial.tokens_in is None:
@@ -51,10 +63,10 @@ class ModelClient:
         self.endpoint = endpoint
         self.settings = settings
         self.where = where
-        self.wire = wire_for(endpoint.provider)
         self.state = endpoint_state(endpoint.url)
         self.state.configure(settings)
-        self.attempts = Attempts(endpoint, self.wire)
+        self._http: Any = None
+        self._http_lock = threading.Lock()
 
     # --- the call ---------------------------------------------------------------------------
     def ask(
@@ -71,6 +83,23 @@ class ModelClient:
     def chat(self, request: ChatRequest, *, cancel: Callable[[], bool] | None = None) -> Reply:
         """The endpoint's answer to ``request``, within the limits; raises ModelCallError (failed for
         good) or CallCancelled (``cancel()`` turned true: the connection was closed at once)."""
+        return self._call(request, None, cancel)[0]
+
+    def structured(
+        self, request: ChatRequest, schema: type[_S], *, cancel: Callable[[], bool] | None = None
+    ) -> tuple[_S | None, Reply]:
+        """``schema`` filled in by the model through a forced tool call, and the Reply; the model is
+        None when the answer has no tool call or one that does not validate (the Reply's text is
+        then the answer's text, or the tool call's arguments as JSON; ``notes`` say which)."""
+        reply, partial = self._call(request, schema, cancel)
+        return (partial.parsed if isinstance(partial.parsed, schema) else None), reply
+
+    def _call(
+        self, request: ChatRequest, schema: type[BaseModel] | None, cancel: Callable[[], bool] | None
+    ) -> tuple[Reply, Partial]:
+        self._load()
+        from skilltune.modelcalls.chatmodels import request_params
+
         s = self.settings
         events: list[dict[str, Any]] = []
         failures: list[str] = []
@@ -91,42 +120,35 @@ class ModelClient:
             budget_end = t0 + waited + s.wall_limit_s
             a0 = time.monotonic()
             token_param = self._token_param()
-            body = self.wire.body(request, token_param, s.stream, self.state.dropped)
-            events.append(self._request_event(attempt, body, request))
-            outcome: Outcome | None = None
+            stream = s.stream and "stream" not in self.state.dropped
+            params = request_params(
+                request, self.endpoint.provider, token_param, stream, self.state.dropped, schema
+            )
+            events.append(self._request_event(attempt, params, request))
+            outcome: _Outcome | None = None
             try:
-                outcome = self.attempts.run(
-                    body, min(a0 + s.timeout_s, budget_end), cancel, request.max_tokens, s.timeout_s
-                )
+                outcome = self._attempt(request, schema, params, min(a0 + s.timeout_s, budget_end), cancel)
             except CallCancelled as exc:
                 events.append({"type": "cancelled", "attempt": attempt})
                 raise CallCancelled(str(exc), events) from None
             finally:
                 self.state.release(ticket, _tokens_used(outcome))
             failure = outcome.failure
-            if failure is None and outcome.partial is not None and outcome.partial.error is not None:
-                failure = self.attempts.stream_error(outcome.partial.error)
             if failure is None:
-                assert outcome.partial is not None
-                return self._reply(
-                    request, outcome, token_param, time.monotonic() - a0, attempt, failures, events, notes, t0
-                )
-            fixed = self._adapt(failure, token_param, body, notes, events) if fixes < _PARAM_FIXES else False
-            events.append(
-                {
-                    "type": "error",
-                    "attempt": attempt,
-                    "kind": failure.kind,
-                    "status": failure.status,
-                    "message": failure.reason,
-                }
+                reply = self._reply(request, schema, outcome, token_param, time.monotonic() - a0,
+                                    attempt, failures, events, notes, t0)  # fmt: skip
+                return reply, outcome.partial
+            fixed = (
+                self._adapt(failure, token_param, params, notes, events) if fixes < _PARAM_FIXES else False
             )
+            events.append({"type": "error", "attempt": attempt, "kind": failure.kind,
+                           "status": failure.status, "message": failure.reason})  # fmt: skip
             failures.append(f"{failure.kind}: {failure.reason}")
             if fixed:
                 fixes += 1
                 continue
             if not failure.retryable or retries >= s.max_retries:
-                raise self._final(failure, attempt, events)
+                raise final_error(failure, self.endpoint, s, self.where, attempt, events)
             retries += 1
             delay = (
                 failure.retry_after
@@ -136,65 +158,99 @@ class ModelClient:
             if failure.status == 429:
                 self.state.pause(delay)
             if time.monotonic() + delay >= budget_end:
-                raise self._final(failure, attempt, events, budget=delay)
+                raise final_error(failure, self.endpoint, s, self.where, attempt, events, budget=delay)
             events[-1]["retry_in_s"] = round(delay, 3)
             self._sleep(delay, cancel, events)
 
+    def _load(self) -> None:
+        """Import LangChain for this endpoint's provider and make the HTTP client, before any clock runs."""
+        package = "langchain_anthropic" if self.endpoint.provider == "anthropic" else "langchain_openai"
+        try:
+            importlib.import_module("skilltune.modelcalls.chatmodels")
+            importlib.import_module(package)
+        except ImportError as exc:
+            raise UsageError(
+                f"model calls need LangChain ({exc.name or package} is missing): pip install 'skilltune[api]'"
+            ) from None
+        with self._http_lock:
+            if self._http is None:
+                self._http = http_client()
+
+    # --- one attempt ------------------------------------------------------------------------
+    def _attempt(
+        self,
+        request: ChatRequest,
+        schema: type[BaseModel] | None,
+        params: dict[str, Any],
+        deadline: float,
+        cancel: Callable[[], bool] | None,
+    ) -> _Outcome:
+        from skilltune.modelcalls import chatmodels
+
+        provider = self.endpoint.provider
+        model = chatmodels.build(
+            self.endpoint, self.endpoint.key(), params, self.settings.timeout_s, self._http
+        )
+        runnable = chatmodels.structured_runnable(model, schema) if schema is not None else model
+        messages = chatmodels.messages_of(request, provider)
+        partial = chatmodels.Partial()
+        conn = Connection()
+
+        def work() -> bool:
+            cut = chatmodels.answer(runnable, messages, partial, request.max_tokens, conn.abort, schema)
+            if not conn.requests:  # the wall clock and cancel could not end this call: say so loudly
+                raise RuntimeError(
+                    f"the LangChain {provider} model did not send through skilltune's HTTP client"
+                )
+            return cut
+
+        ended = run_attempt(work, conn, deadline, cancel)
+        if ended.timed_out:
+            reason = f"no complete answer within timeout_s={self.settings.timeout_s:g} s (the connection was closed)"
+            return _Outcome(partial, Failure("timeout", reason, retryable=True))
+        if ended.error is not None and not conn.requests:
+            raise ended.error  # LangChain or the SDK refused the call before sending it: a bug of ours
+        if ended.error is not None and conn.unstreamed:
+            reason = "the endpoint answered stream=true with one JSON object (it does not stream)"
+            return _Outcome(partial, Failure("server_error", reason, ignored="stream"))
+        if ended.error is not None:
+            return _Outcome(partial, chatmodels.failure_of(ended.error, provider))
+        return _Outcome(partial, cut=bool(ended.result))
+
+    # --- failures ---------------------------------------------------------------------------
     def _adapt(
         self,
         failure: Failure,
         token_param: str,
-        body: dict[str, Any],
+        params: dict[str, Any],
         notes: list[str],
         events: list[dict[str, Any]],
     ) -> bool:
-        """Adapt to a 400 that refuses one of our parameters (token_param=auto only); True to resend."""
-        if failure.status not in (400, 422) or not _REFUSED.search(failure.reason):
+        """Adapt to a 400 that refuses one of our parameters (token_param=auto only) or to an endpoint
+        that does not stream; True to resend."""
+        if failure.ignored == "stream":
+            self.state.learn(drop="stream")
+            note = (f"{self.endpoint.url} does not stream: later calls ask for one JSON answer (the client "
+                    f"cannot cut a reply past its limit, timeout_s still ends it; {self.where} stream=false says so)")  # fmt: skip
+            self._note(note, notes, events)
+            return True
+        if failure.status not in (400, 422) or not REFUSED.search(failure.reason):
             return False
         said = failure.reason.lower()
         auto = self.settings.token_param == "auto"
+        learnable = next((p for p in _LEARNABLE if p in params and p in said), None)
         if auto and token_param == "max_tokens" and "max_completion_tokens" in said:
             self.state.learn(token_param="max_completion_tokens")
         elif auto and token_param == "max_completion_tokens" and "max_completion_tokens" in said:
             self.state.learn(token_param="max_tokens")
-        elif "stream_options" in body and "stream_options" in said:
-            self.state.learn(drop="stream_options")
-        elif "seed" in body and re.search(r"\bseed\b", said):
+        elif learnable is not None:
+            self.state.learn(drop=learnable)
+        elif "seed" in params and re.search(r"\bseed\b", said):
             self.state.learn(drop="seed")
             self._note("the endpoint refuses seed: replicates are sampled without one", notes, events)
         else:
             return False
         return True
-
-    def _final(
-        self, failure: Failure, attempt: int, events: list[dict[str, Any]], budget: float | None = None
-    ) -> ModelCallError:
-        w, s = self.where, self.settings
-        where = f"{self.endpoint.url} ({self.endpoint.provider})"
-        fix = {
-            "auth": f"the key in ${self.endpoint.api_key_env} was refused{'' if self.endpoint.key() else ' (it is not set)'}: "
-            f"set a valid key there, or name another variable with {w} api_key_env=VAR",
-            "not_found": f"check {w} base_url (OpenAI-compatible servers serve .../v1; Anthropic's is the bare host) and {w} model",
-            "bad_request": f"check {w} model, max_tokens, temperature and stop",
-        }.get(failure.kind, "")
-        if failure.kind == "bad_request" and _CONTEXT.search(failure.reason):
-            fix = f"the prompt and max_tokens exceed the model's context: lower {w} max_tokens or shorten the prompt (a local server may need a larger context, e.g. --n_ctx)"
-        if failure.kind == "timeout":
-            fix = f"raise {w} timeout_s, or lower {w} max_tokens (a small local model generates about 20 tokens a second)"
-            if not s.stream:  # llama-cpp-python finishes a plain answer for a client that left
-                fix += f"; with {w} stream=false a server may go on generating after the cut: use stream=true"
-        if failure.retryable and budget is not None:
-            fix = f"waiting {budget:.0f} s more would pass the call's wall_limit_s={s.wall_limit_s:g} s: raise {w} wall_limit_s, or lower the load ({w} max_concurrent, requests_per_minute, tokens_per_minute)"
-        elif failure.retryable:
-            fix = (
-                (fix + "; " if fix else "")
-                + f"raise {w} max_retries (now {s.max_retries}) or lower the load ({w} max_concurrent, requests_per_minute)"
-            )
-        message = f"{where}: {failure.reason} (after {attempt} attempt{'s' if attempt > 1 else ''}); {fix}"
-        kind: ErrorKind = "budget" if budget is not None else failure.kind
-        return ModelCallError(
-            message, kind, status=failure.status, retryable=failure.retryable, attempts=attempt, events=events
-        )
 
     # --- helpers ----------------------------------------------------------------------------
     def _token_param(self) -> str:
@@ -214,23 +270,24 @@ class ModelClient:
                 raise CallCancelled("cancelled while waiting to retry", events)
             time.sleep(min(left, _POLL_S))
 
-    def _request_event(self, attempt: int, body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
-        shown = {k: v for k, v in body.items() if k not in ("messages", "system")}
-        return {"type": "request", "attempt": attempt, "url": self.endpoint.url, **shown,
+    def _request_event(self, attempt: int, params: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
+        return {"type": "request", "attempt": attempt, "url": self.endpoint.url, **params,
                 "messages": len(request.messages), "prompt_chars": request.prompt_chars()}  # fmt: skip
 
     def _reply(
-        self, request: ChatRequest, outcome: Outcome, token_param: str, seconds: float, attempt: int,
-        failures: list[str], events: list[dict[str, Any]], notes: list[str], t0: float,
+        self, request: ChatRequest, schema: type[BaseModel] | None, outcome: _Outcome, token_param: str,
+        seconds: float, attempt: int, failures: list[str], events: list[dict[str, Any]], notes: list[str],
+        t0: float,
     ) -> Reply:  # fmt: skip
         partial = outcome.partial
-        assert partial is not None
         text = "".join(partial.text)
         finish = partial.finish or ("length" if outcome.cut else "stop")
         over = outcome.cut or (partial.tokens_out is not None and partial.tokens_out > request.max_tokens)
         if over:
             finish = "length"
             self._over_limit(token_param, request.max_tokens, outcome.cut, notes, events)
+        if schema is not None and not outcome.cut:
+            text = self._structured_text(schema, partial, text, notes, events)
         estimated = partial.tokens_in is None or partial.tokens_out is None
         tokens_in = partial.tokens_in if partial.tokens_in is not None else request.prompt_chars() // 4
         tokens_out = (
@@ -243,12 +300,35 @@ class ModelClient:
         events.append(
             {"type": "reply", "attempt": attempt, "model": partial.model or request.model, "finish": finish,
              "tokens_in": tokens_in, "tokens_out": tokens_out, "seconds": round(seconds, 3), "text": text}
+            | ({"parsed": partial.parsed is not None} if schema is not None else {})
         )  # fmt: skip
         return Reply(
-            text=text, model=partial.model or request.model, finish=finish, tool_calls=partial.tool_calls(), tokens_in=tokens_in,
+            text=text, model=partial.model or request.model, finish=finish, tokens_in=tokens_in,
             tokens_out=tokens_out, usage_estimated=estimated, cost_usd=cost,
             seconds=round(time.monotonic() - t0, 3), attempts=attempt, failures=failures, events=events, notes=notes,
         )  # fmt: skip
+
+    def _structured_text(
+        self,
+        schema: type[BaseModel],
+        partial: Partial,
+        text: str,
+        notes: list[str],
+        events: list[dict[str, Any]],
+    ) -> str:
+        """The Reply's text of a structured answer, with a note when it was not parsed."""
+        name = schema.__name__
+        if partial.parsed is not None:
+            return text
+        if partial.tool_args is None:
+            self._note(
+                f"the model answered without a {name} tool call: its text is returned unparsed", notes, events
+            )
+            return text
+        self._note(
+            f"the {name} tool call does not validate ({(partial.parse_error or '')[:300]})", notes, events
+        )
+        return text or json.dumps(partial.tool_args)
 
     def _over_limit(
         self, token_param: str, limit: int, cut: bool, notes: list[str], events: list[dict[str, Any]]

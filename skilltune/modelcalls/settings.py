@@ -132,32 +132,11 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
-class Tool:
-    """A tool the model may call: its name, what it is for, and its arguments' JSON schema."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call in a reply: the tool's name and its arguments (None when they are not one JSON
-    object, e.g. cut at the token limit); ``raw`` is the arguments' text as it came."""
-
-    name: str
-    arguments: dict[str, Any] | None
-    raw: str = ""
-
-
-@dataclass(frozen=True)
 class ChatRequest:
     """One chat completion: the messages, the model and its sampling; ``max_tokens`` is required
     (every call is bounded). ``seed`` and ``stop`` are sent where the wire format has them.
-    ``tools`` are offered in each wire format's own shape, with ``tool_choice`` ``auto`` (the model
-    may answer in text instead) or ``required``. ``extra``: more request fields, sent as they are
-    (``response_format``, ``top_p``...); they cannot replace the token limit, the stream switch or
-    the messages."""
+    ``extra``: more request fields, sent as they are (``response_format``, ``top_p``...); they
+    cannot replace the token limit, the stream switch or the messages."""
 
     messages: tuple[ChatMessage, ...]
     model: str
@@ -166,8 +145,6 @@ class ChatRequest:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
-    tools: tuple[Tool, ...] = ()
-    tool_choice: Literal["auto", "required"] = "auto"
 
     @classmethod
     def of(cls, prompt: str, *, system: str | None = None, **fields: Any) -> ChatRequest:
@@ -194,7 +171,6 @@ class Reply:
     text: str
     model: str
     finish: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
     tokens_in: int | None = None
     tokens_out: int | None = None
     usage_estimated: bool = False
