@@ -51,7 +51,9 @@ def audit(run_dir: str | Path, *, suite: str | Path | None = None, write: bool =
     history = History.read(run)
     path = Path(suite) if suite is not None else Path(history.config.suite)
     try:
-        loaded = load_suite(path)
+        loaded = load_suite(  # read as the run read it: its prompt variant and judge are its contract
+            path, prompt_variant=history.config.prompt_variant, judge_options=history.config.judge_options
+        )
     except UsageError as exc:
         raise UsageError(
             f"{exc}\nthe audit needs the run's suite to know what val and test hold: give it with --suite PATH"

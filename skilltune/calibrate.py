@@ -16,9 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from skilltune.evaluate import evaluate
+from skilltune.judge.noise import JudgeNoise
 from skilltune.skill import Candidate
 from skilltune.store import read_json, write_json
-from skilltune.suite import Suite
+from skilltune.suite import Suite, load_suite
 
 CALIBRATION_SCHEMA_VERSION = 1
 SATURATED = 0.8
@@ -53,6 +54,7 @@ class Calibration(BaseModel):
     rollouts_to_detect: dict[str, int | None]  # effect -> paired rollouts per arm, fixed-sample, 80% power
     levers: list[str]
     tasks: dict[str, TaskCalibration]
+    judge: JudgeNoise | None = None  # judged suites: the judge's own noise, from each rollout's verdicts
 
 
 def _sd(values: list[float]) -> float:
@@ -127,6 +129,7 @@ def calibrate(
     ray_address: str | None = None,
 ) -> Calibration:
     """Evaluate ``skill`` with ``reps`` replicates and write ``out/calibration.json``."""
+    suite = suite if isinstance(suite, Suite) else load_suite(suite)
     summary = evaluate(
         suite, skill, agent=agent, split=split, reps=reps, seed=seed, workers=workers, out=out,
         agent_options=agent_options, force=force, cache=cache, fresh=fresh,
@@ -180,6 +183,27 @@ def calibrate(
         },
         levers=levers(regime, flaky, flat, len(tasks), reps),
         tasks=tasks,
+        judge=_judge_noise(suite, out, metric, values),
     )
     write_json(out / "calibration.json", calibration)
     return calibration
+
+
+def _judge_noise(suite: Suite, out: Path, metric: str, values: dict[str, list[float]]) -> JudgeNoise | None:
+    """The judge's noise, from the verdicts each judged rollout kept (needs samples >= 2 to show)."""
+    from skilltune.judge.noise import judge_noise
+    from skilltune.runfiles import JudgeFile
+
+    if not any(suite.scoring_mode(t) == "judge" for t in suite.all_tasks()):
+        return None
+    settings = suite.judge
+    verdicts = [JudgeFile.read(p).samples for p in sorted((out / "rollouts" / "eval").glob("*/*/judge.json"))]
+    return judge_noise(
+        verdicts,
+        weights=settings.criteria_weights,
+        threshold=settings.pass_threshold,
+        suite_samples=settings.samples,
+        mixed_weight=suite.config.mixed_weight,
+        metric=metric,
+        replicate_scores=values,
+    )

@@ -18,7 +18,7 @@ from skilltune.errors import UsageError
 from skilltune.evaluate import make_jobs, prepare_out, require_a_result
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutRunner, accuracy
-from skilltune.runfiles import ArmResult, Comparison, PairResult, Phase, RolloutRecord
+from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
@@ -78,7 +78,7 @@ def build_comparison(
                 verdict=res.verdict,
             )
         )
-    contaminated = any(r.status in ("infra_error", "crashed") for _, recs in arms.values() for r in recs)
+    contaminated = any(r.status in UNDECIDED for _, recs in arms.values() for r in recs)
     return Comparison(
         suite=str(suite.source),
         split=split,
@@ -148,7 +148,7 @@ def compare(
         raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
     backend = get_backend(agent)
     options = parse_agent_options(backend, agent_options or {})
-    suite.tasks(split)
+    suite.preflight(suite.tasks(split))
     for cand in arms.values():
         check_placement(cand, backend, options.placement)
     check_target(backend, options, suite.tasks(split), list(arms.values()), executor_kind, suite)

@@ -35,3 +35,14 @@ class InfraFailure(SkilltuneError):
 class SkilltuneWarning(UserWarning):
     """Something the user set that skilltune cannot honour as they may expect (the command goes on);
     the CLI prints it as one ``warning:`` line."""
+
+
+class ScorerUnavailable(SkilltuneError):
+    """A scorer's service (the judge's endpoint) still fails after its retries.
+
+    Not a scoring error and never a 0: the rollout is kept, status ``unscored``, to be
+    scored from its record when the service is back (``resume``); the batch stops, so
+    no more paid rollouts pile up unscored, and a training run ends ``blocked``.
+    """
+
+    exit_code = 3

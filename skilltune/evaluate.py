@@ -20,7 +20,7 @@ from skilltune.cache import RolloutCache
 from skilltune.errors import InfraFailure, UsageError
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutJob, RolloutRunner, accuracy, jobs_for
-from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.runfiles import UNDECIDED, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
@@ -38,6 +38,15 @@ class TaskSummary(BaseModel):
     mixed: float | None
     statuses: dict[str, int]
     mixed_per_replicate: list[float | None]
+
+
+class SuiteTotals(BaseModel):
+    """skill-trainer's per-suite totals: tasks grouped by their ``suite`` field."""
+
+    n_tasks: int
+    hard: float | None
+    soft: float | None
+    mixed: float | None
 
 
 class EvalSummary(BaseModel):
@@ -58,15 +67,20 @@ class EvalSummary(BaseModel):
     n_scored: int
     n_cached: int = Field(default=0, description="rollouts copied from the --cache folder (not run)")
     statuses: dict[str, int]
-    contaminated: bool = Field(description="infra errors or crashes remain after retries")
+    contaminated: bool = Field(description="infra errors, crashes or unscored rollouts remain after retries")
     hard_acc: float | None
     soft_acc: float | None
     mixed: float | None
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    judge_tokens: int = Field(default=0, description="the judge's tokens, in and out (judged suites)")
+    judge_cost_usd: float = 0.0
     wall_s: float
     per_task: dict[str, TaskSummary]
+    per_suite: dict[str, SuiteTotals] = Field(
+        default_factory=dict, description="totals by the tasks' suite field, when they name more than one"
+    )
 
 
 def make_jobs(
@@ -163,6 +177,7 @@ def evaluate(
     jobs = make_jobs(suite, split, candidate, reps, seed, "eval")
     check_placement(candidate, backend, options.placement)
     check_target(backend, options, suite.tasks(split), [candidate], executor_kind, suite)
+    suite.preflight(suite.tasks(split))
     out = Path(out)
     prepare_out(out, force, suite)
     runner = RolloutRunner(
@@ -195,16 +210,37 @@ def evaluate(
         n_scored=len(scored),
         n_cached=sum(1 for r in records if r.cached_from),
         statuses=dict(sorted(statuses.items())),
-        contaminated=bool(statuses.get("infra_error") or statuses.get("crashed")),
+        contaminated=any(r.status in UNDECIDED for r in records),
         hard_acc=accuracy(records, "hard"),
         soft_acc=accuracy(records, "soft"),
         mixed=accuracy(records, "mixed"),
         tokens_in=sum(r.tokens_in or 0 for r in records),
         tokens_out=sum(r.tokens_out or 0 for r in records),
         cost_usd=round(sum(r.cost_usd or 0.0 for r in records), 6),
+        judge_tokens=sum(r.judge.tokens for r in records if r.judge),
+        judge_cost_usd=round(sum(r.judge.cost_usd for r in records if r.judge), 6),
         wall_s=round(time.monotonic() - t0, 3),
         per_task=per_task,
     )
+    summary.per_suite = suite_totals(suite, split, records)
     write_json(out / "summary.json", summary)
     require_a_result(records, out / "rollouts" / "eval")
     return summary
+
+
+def suite_totals(suite: Suite, split: str, records: list[RolloutRecord]) -> dict[str, SuiteTotals]:
+    """Accuracies per ``suite`` name of the tasks (skill-trainer's primary/secondary suites); empty
+    when every task is in one suite and the config names none."""
+    names = {t.id: str(t.field("suite") or "primary") for t in suite.tasks(split)}
+    if len(set(names.values())) < 2 and suite.config.secondary_suite is None:
+        return {}
+    out = {}
+    for name in sorted(set(names.values())):
+        own = [r for r in records if names.get(r.task_id) == name]
+        out[name] = SuiteTotals(
+            n_tasks=sum(1 for n in names.values() if n == name),
+            hard=accuracy(own, "hard"),
+            soft=accuracy(own, "soft"),
+            mixed=accuracy(own, "mixed"),
+        )
+    return out

@@ -23,7 +23,7 @@ from skilltune.alpha import Policy, RunAlpha
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout import per_task_scores
-from skilltune.runfiles import Decision, RolloutRecord, Round, Verdict
+from skilltune.runfiles import UNDECIDED, Decision, RolloutRecord, Round, Verdict
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means
 
 
@@ -40,7 +40,7 @@ class GateOptions(BaseModel):
 
 
 def contaminated(records: list[RolloutRecord]) -> bool:
-    return any(r.status in ("infra_error", "crashed") for r in records)
+    return any(r.status in UNDECIDED for r in records)
 
 
 class Gate(ABC):

@@ -3,13 +3,18 @@
 Layout, everywhere: ``<out>/rollouts/<phase>/<cand12>/<safe-id>_r<k>/`` with
 ``record.json`` (written last: its presence marks the rollout finished),
 ``conversation.json``, ``events.jsonl``, ``diff.patch``, ``output.txt`` and,
-only when the rollout was scored, ``score.json``.
+only when the rollout was scored, ``score.json`` (a judged rollout adds ``judge.json`` and
+``judge_inputs.json``).
+
+Once the agent exited and the diff is saved, the workspace gets skill-trainer's ``output.txt``
+and ``task.json`` for the scorer (task.json is removed once scored). A scorer whose service is
+down (``ScorerUnavailable``) leaves the rollout ``unscored`` and stops the batch; running the
+job again scores it from its record folder instead of running the agent again.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import random
 import shutil
 import time
@@ -18,14 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult
 from skilltune.agents.process import interruptible_sleep
 from skilltune.cache import RolloutCache, rollout_key
-from skilltune.errors import ScoringError, SkilltuneError
-from skilltune.runfiles import FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
+from skilltune.conversation import conversation
+from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
+from skilltune.runfiles import UNDECIDED, FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
+from skilltune.scoring import rescore_record, score_in_workspace
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
 from skilltune.suite import Suite, Task, safe_id
@@ -33,7 +39,6 @@ from skilltune.workspace import Workspace, place_skill
 
 NO_SKILL = "noskill"
 SCORED_STATUSES = ("ok", "task_failed", "timeout")
-_SUMMARY_DIFF_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -109,14 +114,20 @@ class RolloutRunner:
         )
 
     def reusable(self, job: RolloutJob) -> RolloutRecord | None:
-        """The finished record of ``job`` on disk, when it was made by this very job.
+        """The finished record of ``job`` on disk, when it was made by this very job (same options,
+        seed and task content); never an infra error, a crash or an unscored one (run or scored again)."""
+        record = self._own_record(job)
+        return None if record is None or record.status in UNDECIDED else record
 
-        Same options, seed and task content; never an infra error or a crash (those run again).
-        """
+    def unscored(self, job: RolloutJob) -> RolloutRecord | None:
+        """This job's ``unscored`` record on disk (its scorer's service was down), if any."""
+        record = self._own_record(job)
+        return record if record is not None and record.status == "unscored" else None
+
+    def _own_record(self, job: RolloutJob) -> RolloutRecord | None:
         record = load_record(rollout_dir(self.out, job))
         if (
             record is None
-            or record.status in ("infra_error", "crashed")
             or record.options_hash != self.options_hash
             or record.seed != job.seed
             or record.task_hash != self.suite.task_hash(job.task)
@@ -133,6 +144,9 @@ class RolloutRunner:
 
     def run(self, job: RolloutJob) -> RolloutRecord:
         folder = rollout_dir(self.out, job)
+        kept = self.unscored(job)
+        if kept is not None:
+            return rescore_record(self.suite, job.task, folder, kept)  # the agent's work is on disk
         key = self.cache_key(job) if self.cache is not None else ""
         if self.cache is not None and not self.fresh:
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +194,7 @@ class RolloutRunner:
         jitter = random.Random(f"{job.task.id}|{job.replicate}|{job.seed}|{job.cand12}|retry")
         result: AgentResult | None = None
         workspace: Workspace | None = None
-        prompt = job.task.prompt
+        prompt = self.suite.prompt(job.task)
         crash: str | None = None
         attempts = 0
         infra_errors = 0
@@ -233,14 +247,14 @@ class RolloutRunner:
 
     def _attempt(self, job: RolloutJob, workspace: Workspace, attempt: int) -> tuple[AgentResult, str]:
         self.suite.prepare(job.task, workspace.path)
-        placed = place_skill(
-            job.candidate, workspace.path, self.backend, self.options.placement, job.task.prompt
-        )
+        prompt = self.suite.prompt(job.task)
+        placed = place_skill(job.candidate, workspace.path, self.backend, self.options.placement, prompt)
         workspace.commit_baseline(exclude=self.backend.workspace_noise)
         if self.on_baseline is not None:
             self.on_baseline(job, workspace.path)
         request = AgentRequest(
-            task=job.task,
+            # the task as the agent gets it: its prompt is the variant's
+            task=job.task if prompt == job.task.prompt else job.task.model_copy(update={"prompt": prompt}),
             prompt=placed.prompt,
             system_prompt=placed.system_prompt,
             workspace=workspace.path,
@@ -269,6 +283,7 @@ class RolloutRunner:
     ) -> RolloutRecord:
         status: RolloutStatus
         reason: str | None
+        pending, unavailable, usage = None, None, None
         if result is None:
             status, reason = "crashed", f"the harness lost this rollout twice:\n{crash}"
             result = AgentResult(status="infra_error", reason=reason)
@@ -286,14 +301,18 @@ class RolloutRunner:
         score: Score | None = None
         if status in SCORED_STATUSES:
             try:
-                score = self.suite.scorer(job.task).score(job.task, workspace.path, result)
+                scored = score_in_workspace(self.suite, job.task, workspace.path, result, folder)
+                score, usage = scored.score, scored.usage
+            except ScorerUnavailable as exc:
+                pending, unavailable = status, exc
+                status, reason = "unscored", str(exc)
             except ScoringError as exc:
-                status, reason = "scoring_error", str(exc)
+                status, reason, usage = "scoring_error", str(exc), getattr(exc, "usage", None)
             except Exception as exc:
                 status, reason = "scoring_error", f"the scorer raised {type(exc).__name__}: {exc}"
         write_jsonl(folder / "events.jsonl", result.events)
         write_text(folder / "diff.patch", diff)
-        write_json(folder / "conversation.json", _conversation(prompt, result, status, reason, score, diff))
+        write_json(folder / "conversation.json", conversation(prompt, result, status, reason, score, diff))
         if score is not None:
             write_json(folder / "score.json", score.file_json())
         record = RolloutRecord(
@@ -320,8 +339,12 @@ class RolloutRunner:
             attempt_history=history,
             started_at=started,
             files=RolloutFiles(score="score.json" if score is not None else None),
+            pending_status=pending,
+            judge=usage,
         )
         record.write(folder / "record.json")
+        if unavailable is not None:
+            raise unavailable  # no more paid rollouts while nothing can score them
         return record
 
 
@@ -355,32 +378,6 @@ def _set_aside(
         wall_s=round(time.monotonic() - t0, 3),
         events=events,
     )
-
-
-def _conversation(
-    prompt: str, result: AgentResult, status: str, reason: str | None, score: Score | None, diff: str
-) -> list[dict[str, Any]]:
-    """user: the task as given; assistant: the agent's side; system: the harness's summary.
-
-    No reference answer goes in here: the summary has the score's numbers, not its checks.
-    """
-    messages = [Message(role="user", content=prompt), *result.messages]
-    if not result.messages and result.final_text:
-        messages.append(Message(role="assistant", content=result.final_text))
-    # A scoring error's reason can quote the scorer (a command, a rubric's message): not for the agent's side.
-    shown = (
-        reason if status != "scoring_error" else "the scorer could not score this rollout; see record.json"
-    )
-    lines = [f"status: {status}" + (f" ({shown})" if shown else "")]
-    if score is not None:
-        lines.append(f"score: hard={score.hard} soft={score.soft:.3f} mixed={score.mixed:.3f}")
-    changed = sum(1 for line in diff.splitlines() if line.startswith("diff --git "))
-    lines.append(f"the agent changed {changed} file(s)" if changed else "the agent changed no files")
-    if diff:
-        shown = diff[:_SUMMARY_DIFF_CHARS]
-        lines.append(shown + ("\n[diff truncated]" if len(diff) > len(shown) else ""))
-    messages.append(Message(role="system", content="\n".join(lines)))
-    return [json.loads(m.model_dump_json()) for m in messages]
 
 
 def per_task_scores(records: list[RolloutRecord], metric: str) -> dict[str, list[float | None]]:

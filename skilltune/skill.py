@@ -30,8 +30,25 @@ BODY_MAX_LINES = 500
 MAX_SKILL_BYTES = 2_000_000
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _LINK_RE = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-_PROTECTED_OPEN = re.compile(r"<!--\s*PROTECTED:([A-Za-z0-9_.-]+)\s*-->")
-_PROTECTED_CLOSE = re.compile(r"<!--\s*/PROTECTED\s*-->")
+# Protected blocks, in skilltune's form (<!-- PROTECTED:name --> ... <!-- /PROTECTED -->) and in
+# skill-trainer's (<!-- PROTECTED:NAME:START --> ... <!-- PROTECTED:NAME:END -->); block_key makes
+# their names one (SLOW_UPDATE and slow-update are the same block).
+_NAME = r"[A-Za-z0-9_.-]+"
+_PROTECTED_OPEN = re.compile(rf"<!--\s*PROTECTED:({_NAME})(:START)?\s*-->")
+_PROTECTED_CLOSE = re.compile(rf"<!--\s*(?:/PROTECTED|PROTECTED:({_NAME}):END)\s*-->")
+PROTECTED_BLOCK = re.compile(
+    rf"<!--\s*PROTECTED:(?P<name>{_NAME})\s*-->.*?<!--\s*/PROTECTED\s*-->"
+    rf"|<!--\s*PROTECTED:(?P<st>{_NAME}):START\s*-->.*?<!--\s*PROTECTED:(?P=st):END\s*-->",
+    re.S,
+)
+MEMORY_FILE = (
+    "META.md"  # skill-trainer's optimizer memory, kept in the skill folder: never shown to the agent
+)
+
+
+def block_key(name: str) -> str:
+    """One name for a protected block whichever form wrote it (SLOW_UPDATE -> slow-update)."""
+    return name.lower().replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -137,11 +154,18 @@ class Candidate:
 def load_skill(path: Path | str, *, check_front_matter: bool = True) -> Candidate:
     """Read a skill folder or single instruction file; raise UsageError with the fix when unusable.
 
+    A path to a folder's SKILL.md (skill-trainer's ``--skill skills/X/SKILL.md``) is that folder.
+    A ``META.md`` at the folder's top (skill-trainer's optimizer memory) is not part of the skill.
+
     ``check_front_matter=False`` (``skilltune lint``) reads a folder whose SKILL.md front matter is
     broken, so that its problems are reported with all the others."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: no such skill: give a folder with SKILL.md or an instruction file")
+    if path.is_file() and path.name == SKILL_FILE:
+        path = (
+            path.parent
+        )  # skill-trainer names the skill by its SKILL.md: the folder holding it is the skill
     if path.is_dir():
         if not (path / SKILL_FILE).is_file():
             raise UsageError(
@@ -151,6 +175,8 @@ def load_skill(path: Path | str, *, check_front_matter: bool = True) -> Candidat
         total = 0
         for file in iter_tree(path):
             rel = file.relative_to(path).as_posix()
+            if rel == MEMORY_FILE:
+                continue  # the optimizer's memory, not the skill: never placed where the agent reads
             files[rel] = _read_text(file)
             total += len(files[rel])
         if total > MAX_SKILL_BYTES:
@@ -281,6 +307,7 @@ def _lint_protected(text: str, main: str) -> list[LintIssue]:
     issues = []
     open_name: str | None = None
     open_line = 0
+    open_form = ""  # how the open block must close: "" (/PROTECTED) or its skill-trainer name
     for number, line in enumerate(text.splitlines(), start=1):
         opened = _PROTECTED_OPEN.search(line)
         closed = _PROTECTED_CLOSE.search(line)
@@ -290,12 +317,17 @@ def _lint_protected(text: str, main: str) -> list[LintIssue]:
                     LintIssue(main, number, f"PROTECTED:{opened.group(1)} opens inside PROTECTED:{open_name}")
                 )
             open_name, open_line = opened.group(1), number
+            open_form = opened.group(1) if opened.group(2) else ""
         elif closed:
+            closing = closed.group(1) or ""
             if open_name is None:
-                issues.append(LintIssue(main, number, "<!-- /PROTECTED --> closes no block"))
+                issues.append(LintIssue(main, number, f"{closed.group(0)} closes no block"))
+            elif closing != open_form:
+                issues.append(
+                    LintIssue(main, number, f"{closed.group(0)} does not close PROTECTED:{open_name}")
+                )
             open_name = None
     if open_name is not None:
-        issues.append(
-            LintIssue(main, open_line, f"PROTECTED:{open_name} is never closed with <!-- /PROTECTED -->")
-        )
+        closer = f"<!-- PROTECTED:{open_form}:END -->" if open_form else "<!-- /PROTECTED -->"
+        issues.append(LintIssue(main, open_line, f"PROTECTED:{open_name} is never closed with {closer}"))
     return issues

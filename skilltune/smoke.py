@@ -17,7 +17,7 @@ from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import RolloutRecord
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
-from skilltune.suite import SPLITS, Suite, load_suite
+from skilltune.suite import SPLITS, PromptVariant, Suite, load_suite
 from skilltune.workspace import audit_workspace, check_target
 
 # pip names whose import name differs
@@ -60,6 +60,8 @@ def smoke(
     agent_options: dict[str, Any] | None = None,
     seed: int = 0,
     out: Path | str | None = None,
+    prompt_variant: PromptVariant = "cheap",
+    judge_options: dict[str, Any] | None = None,
 ) -> SmokeReport:
     """Preflight checks and one rollout per split. The rollouts' record folders go to ``out``;
     without it, to a temporary folder that is removed when every check passed and kept (and
@@ -70,10 +72,18 @@ def smoke(
         checks.append(SmokeCheck(name=name, ok=ok, detail=detail))
 
     try:
-        suite = load_suite(suite_path)
+        suite = load_suite(suite_path, prompt_variant=prompt_variant, judge_options=judge_options)
         check("suite", True, f"{suite.kind} suite, contract {suite.contract_hash[:12]}")
     except SkilltuneError as exc:
         check("suite", False, str(exc))
+        return SmokeReport(checks=checks)
+    try:  # a scorer that cannot work (a judge with no key) would fail every rollout
+        suite.preflight(suite.all_tasks())
+        if any(suite.scoring_mode(t) == "judge" for t in suite.all_tasks()):
+            judge = suite.judge
+            check("judge", True, f"{judge.provider} {judge.effective_model or '(CLI default)'}")
+    except SkilltuneError as exc:
+        check("judge", False, str(exc))
         return SmokeReport(checks=checks)
     try:
         candidate = load_skill(skill_path)

@@ -292,10 +292,13 @@ def place_skill(
 
 
 def audit_workspace(workspace: Path, suite: Suite, task: Task) -> list[str]:
-    """Reference data found in a workspace (empty when clean): task.json, contract files, answers."""
+    """Reference data found in a workspace (empty when clean): task.json, contract files, answers.
+
+    A file the task lists in ``files`` is its input, not a leak, even under refs/ (where
+    skill-trainer keeps fixtures); the task's reference and every other file of refs/ are leaks."""
     findings = []
     strings = suite.reference_strings(task)
-    hashes = suite.reference_hashes()
+    hashes = suite.reference_hashes(task)
     for path in sorted(workspace.rglob("*")):
         rel = path.relative_to(workspace)
         if (rel.parts and rel.parts[0] == ".git") or not path.is_file():

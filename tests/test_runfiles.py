@@ -20,6 +20,8 @@ from skilltune.runfiles import (
     UNIT_FILES,
     AuditFile,
     FindingsRecord,
+    JudgeFile,
+    JudgeInputsFile,
     NewerRunFileError,
     OldRunFileError,
     ReflectionsFile,
@@ -27,6 +29,7 @@ from skilltune.runfiles import (
     RunConfigFile,
     SessionStart,
     SlowUpdateFile,
+    StageDone,
     UnitRecord,
     Verdict,
     parse_event,
@@ -144,6 +147,46 @@ def test_migrations_of_schema_1() -> None:
         parse_event(
             {"schema_version": SCHEMA_VERSION + 1, "ts": "x", "event": "session_start", "pid": 1}, "j"
         )
+
+
+def test_files_of_schema_4_read_as_schema_5_with_judging_defaults() -> None:
+    """Schema 5 added judged scoring: files of schema 4 (explicitly built here) read unchanged, every
+    new field at its default; a judge.json or judge_inputs.json claiming an older version is refused
+    (they did not exist before), one from a newer skilltune too."""
+    record = RolloutRecord.parse(
+        {"schema_version": 4, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+         "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
+         "wall_s": 0.1, "attempt_history": [], "started_at": "2026-01-01T00:00:00+00:00"},
+        "record.json",
+    )  # fmt: skip
+    assert (record.schema_version, record.judge, record.pending_status) == (SCHEMA_VERSION, None, None)
+    verdict = Verdict.parse(
+        {"schema_version": 4, "decision": "accept", "reason": "r", "metric": "mixed", "val_candidate": 0.5,
+         "val_incumbent": 0.4, "rounds": [], "rollouts": 4, "alpha": 0.01},
+        "gate.json",
+    )  # fmt: skip
+    assert verdict.secondary is None and verdict.accept
+    config = RunConfigFile.parse(
+        {"schema_version": 4, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"},
+        "config.json",
+    )
+    assert (config.prompt_variant, config.judge_options) == ("cheap", {})
+    event = parse_event(
+        {"schema_version": 4, "ts": "2026-01-01T00:00:00+00:00", "event": "stage", "unit": "step_0001",
+         "stage": "gate", "seconds": 1.0, "rollouts": 4},
+        "journal.jsonl",
+    )  # fmt: skip
+    assert isinstance(event, StageDone) and event.judge_cost_usd is None
+    judged = {"key": "k", "provider": "openai", "model": "m", "mode": "rubric", "samples": []}
+    assert JudgeFile.parse({"schema_version": SCHEMA_VERSION, **judged}, "judge.json").key == "k"
+    with pytest.raises(
+        OldRunFileError, match=r"judge\.json claims a run schema from before judge\.json existed"
+    ):
+        JudgeFile.parse({"schema_version": 4, **judged}, "judge.json")
+    with pytest.raises(OldRunFileError, match=r"judge_inputs\.json"):
+        JudgeInputsFile.parse({"schema_version": 2, "files": {}}, "judge_inputs.json")
+    with pytest.raises(NewerRunFileError):
+        JudgeFile.parse({"schema_version": SCHEMA_VERSION + 1, **judged}, "judge.json")
 
 
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import time
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -220,8 +221,12 @@ def test_command_exit_codes(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     passed = score_text(suite, "pass", ws, "")
     assert (passed.hard, passed.soft, passed.mixed) == (1, 1.0, 1.0)
-    assert passed.checks == ["command_exit:0"]
-    failed = score_text(suite, "fail", ws, "")
+    # skill-trainer would score an empty output 0 without running the command: the score says so
+    assert passed.checks == [
+        "command_exit:0",
+        "note: empty final output (skill-trainer scores it 0 without running the command)",
+    ]
+    failed = score_text(suite, "fail", ws, "some output")
     assert (failed.hard, failed.soft, failed.mixed) == (0, 0.0, 0.0)
     assert failed.checks == ["command_exit:3", "command_output:why-it-failed"]
 
@@ -385,6 +390,7 @@ def test_rubric_receives_task_dict_workspace_and_cheap(tmp_path: Path) -> None:
         "files": [],
         "answer": 7,
         "scoring": {"mode": "rubric", "level": 2},
+        "split": "train",  # skill-trainer's task.json carries the split: rubrics may read it
     }
     assert Path(args["workdir"]) == ws
     assert args["workdir_type"].endswith("Path")
@@ -413,12 +419,35 @@ def test_rubric_that_fails_to_import_is_a_scoring_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("hard", "read_as", "note"),
+    [("0.8", 0, True), ("1.0", 1, False), ("True", 1, False), ("'1'", 1, True), ("0.999", 0, True)],
+)
+def test_rubric_hard_is_read_as_skill_trainer_reads_it(
+    tmp_path: Path, hard: str, read_as: int, note: bool
+) -> None:
+    """skill-trainer takes int(hard): a fractional hard truncates (with a warning), never a refusal."""
+    suite = rubric_suite(
+        tmp_path, f"def score(task, workdir, mode):\n    return {{'hard': {hard}, 'soft': 0.5}}\n"
+    )
+    t = suite.task("r")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        score = suite.scorer(t).score(t, workspace(tmp_path), AgentResult(status="ok", final_text="x"))
+    assert (score.hard, score.soft) == (read_as, 0.5)
+    warned = [c for c in score.checks if c.startswith("warning: ")]
+    assert bool(warned) == note == bool(caught)
+    if note:
+        assert warned == [
+            f"warning: returned hard={eval(hard)!r}, read as {read_as} (int(), as skill-trainer does)"
+        ]
+
+
+@pytest.mark.parametrize(
     "answer",
     [
         '{"hard": 2, "soft": 0.5}',
         '{"hard": 1, "soft": 1.5}',
         '{"hard": 0, "soft": -0.1}',
-        '{"hard": 0.5, "soft": 0.5}',
         '{"hard": 1, "soft": float("nan")}',
         '{"hard": 1}',
         '{"soft": 1.0}',

@@ -49,20 +49,24 @@ def test_status_of_a_stopped_run_with_a_budget(tmp_path: Path) -> None:
 
 
 def test_status_shows_infra_errors_of_a_blocked_run(tmp_path: Path) -> None:
-    rules = ["a"]
+    # The seed lacks the rule, so the mock proposer has an edit to gate, and the gate's batch keeps
+    # an infra error after its retries: no gate decides on it, the run ends blocked.
+    rules = ["state-the-rule"]
+    pool = [{"id": "r", "text": "- state-the-rule", "answers": ["symptom of missing state-the-rule"]}]
     suite = write_suite(
         tmp_path / "suite",
         [rule_task(f"t{i}", rules) for i in range(3)],
         [rule_task("v0", rules), rule_task("v1", rules, mock_infra_errors=99)],
+        config={"proposer_pool": pool},
     )
-    skill = write_skill(tmp_path / "skill", "Say a.")
+    skill = write_skill(tmp_path / "skill", "Be brief.")
     skilltune.train(
         suite, skill, tag="flaky", runs_dir=str(tmp_path / "runs"), max_steps=2, proposer="mock",
         retry=RetryPolicy(max_attempts=2, base_s=0, cap_s=0),
     )  # fmt: skip
     run = tmp_path / "runs" / "flaky"
     screen = status(run)
-    assert "flaky  blocked" in screen
+    assert "flaky  blocked" in screen and "infra errors remain in the gate batch" in screen
     errors = sum(1 for p in run.rglob("record.json") if '"infra_error"' in p.read_text())
     assert errors > 0 and f"infra errors  {errors} infra_error" in screen
     assert "v1: infra_error: mock: scripted infra error" in screen

@@ -106,12 +106,8 @@ def test_plugin_scorer_gets_its_fields_typed(tmp_path: Path, words_mode: str) ->
             {"word": "a*"},
             "'word' matches the empty string, so every position would count: use + rather than *",
         ),
-        (
-            {"word": "cat", "atleast": 2},
-            f"{WORDS} mode has no field 'atleast' (its fields: at_least, word): fix the spelling",
-        ),
     ],
-    ids=["missing", "constraint", "own-validator", "unknown-key"],
+    ids=["missing", "constraint", "own-validator"],
 )
 def test_plugin_fields_refusal_is_a_file_line_problem(
     tmp_path: Path, words_mode: str, scoring: dict[str, object], message: str
@@ -123,6 +119,20 @@ def test_plugin_fields_refusal_is_a_file_line_problem(
     result = CliRunner().invoke(app, ["validate", str(root)])
     assert result.exit_code == 2
     assert f"{root / 'train.jsonl'}:2: {message}" in result.stderr
+
+
+def test_plugin_unknown_field_is_a_warning(tmp_path: Path, words_mode: str) -> None:
+    """A field the mode does not declare is ignored with a warning (skill-trainer ignores it too)."""
+    root = words_suite(tmp_path / "s", {"word": "ok"}, {"word": "cat", "atleast": 2})
+    problems = validate_suite(root)
+    assert [(p.line, p.warning) for p in problems] == [(2, True)]
+    assert problems[0].message.startswith(
+        f"{WORDS} mode has no field 'atleast' (its fields: at_least, word): it is ignored"
+    )
+    suite = load_suite(root)
+    task = suite.tasks("train")[1]
+    fields = suite.scorer(task).fields(task)
+    assert isinstance(fields, WordFields) and fields.at_least == 1
 
 
 def test_plugin_fields_need_the_plugin(tmp_path: Path) -> None:

@@ -455,13 +455,6 @@ DEFECTS = [
     Defect("id-same-file-name", _same_file_name, "val.jsonl", 2, "both become 'v_1' in file names"),
     # Each mode's Fields model: what it refuses is reported on the task's line.
     Defect(
-        "exact-unknown-field",
-        scoring_on_line2({"mode": "exact", "expected": "ok", "ignorecase": True}),
-        "val.jsonl",
-        2,
-        "exact mode has no field 'ignorecase' (its fields: expected, ignore_case)",
-    ),
-    Defect(
         "exact-ignore-case-not-bool",
         scoring_on_line2({"mode": "exact", "expected": "ok", "ignore_case": "false"}),
         "val.jsonl",
@@ -474,13 +467,6 @@ DEFECTS = [
         "val.jsonl",
         2,
         "'required' must be a list of non-empty strings",
-    ),
-    Defect(
-        "checklist-unknown-field",
-        scoring_on_line2({"required": ["beta"], "ignore_case": True}),
-        "val.jsonl",
-        2,
-        "checklist mode has no field 'ignore_case'",
     ),
     Defect(
         "command-blank",
@@ -776,3 +762,34 @@ def test_python_env_exiting_at_import(tmp_path: Path, status: int) -> None:
     code, _, stderr = invoke_validate(module)
     assert code == 2
     assert_reported(stderr, module, 3, "SystemExit")
+
+
+@pytest.mark.parametrize(
+    ("scoring", "fragment"),
+    [
+        (
+            {"mode": "exact", "expected": "ok", "ignorecase": True},
+            "exact mode has no field 'ignorecase' (its fields: expected, ignore_case): it is ignored",
+        ),
+        ({"required": ["beta"], "ignore_case": True}, "checklist mode has no field 'ignore_case'"),
+    ],
+    ids=["exact", "checklist"],
+)
+def test_unknown_scoring_field_is_a_warning_not_a_refusal(
+    scoring: dict[str, object], fragment: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """skill-trainer ignores scoring fields a mode does not read, so its suites carry some: validate
+    warns on the task's line (a misspelling still shows) and the suite loads and scores as before."""
+    suite = build_suite(tmp_path)
+    scoring_on_line2(scoring)(suite)
+    problems = validate_suite(suite)
+    assert [p.warning for p in problems] == [True]
+    assert_problem(problems, suite / "val.jsonl", 2, fragment)
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = invoke_validate(suite)
+    assert code == 0, stderr
+    assert f"{suite / 'val.jsonl'}:2: warning: {fragment}" in stderr
+    assert stdout.startswith("ok: ")
+    loaded = load_suite(suite)
+    task = loaded.tasks("val")[1]
+    assert loaded.scorer(task).fields(task) is not None  # the unknown field is dropped, not refused

@@ -72,13 +72,13 @@ def show_warning(
         _show_other(message, category, filename, lineno, *args, **kwargs)
 
 
-def parse_agent_opts(pairs: list[str] | None) -> dict[str, Any]:
+def parse_agent_opts(pairs: list[str] | None, flag: str = "--agent-opt") -> dict[str, Any]:
     """``key=value`` pairs; values are JSON when they parse (numbers, true, lists), else text."""
     options: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--agent-opt {pair!r}: write key=value, e.g. --agent-opt model=sonnet")
+            raise UsageError(f"{flag} {pair!r}: write key=value, e.g. {flag} model=sonnet")
         try:
             options[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -158,6 +158,36 @@ FreshOpt = Annotated[bool, typer.Option("--fresh", help="Run rollouts even when 
 ExecutorOpt = Annotated[
     str, typer.Option("--executor", help="Where rollouts run: local (worker threads) or ray.")
 ]
+PromptVariantOpt = Annotated[
+    str,
+    typer.Option(
+        "--prompt-variant",
+        help="skill-trainer's prompt variant: cheap (prompt_cheap, else prompt) or full (prompt_full).",
+    ),
+]
+JudgeOpts = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge-opt",
+        help="Override the suite's judge setting key=value (repeatable), e.g. model=gpt-4.1 "
+        "base_url=http://127.0.0.1:8080/v1 api_key_env=MY_KEY provider=claude; part of the contract.",
+    ),
+]
+
+
+def load_suite_for(suite: Path, prompt_variant: str, judge_opt: list[str] | None) -> Any:
+    """The suite as a command reads it: its prompt variant and the judge overrides."""
+    from skilltune.suite import PROMPT_VARIANTS, load_suite
+
+    if prompt_variant not in PROMPT_VARIANTS:
+        raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
+    return load_suite(
+        suite,
+        prompt_variant=prompt_variant,  # type: ignore[arg-type]
+        judge_options=parse_agent_opts(judge_opt, "--judge-opt"),
+    )
+
+
 RayAddressOpt = Annotated[
     str | None, typer.Option("--ray-address", help="A Ray cluster to join (default: a local instance).")
 ]

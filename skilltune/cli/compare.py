@@ -17,10 +17,13 @@ from skilltune.cli.app import (
     CacheOpt,
     ExecutorOpt,
     FreshOpt,
+    JudgeOpts,
+    PromptVariantOpt,
     RayAddressOpt,
     SuiteArg,
     app,
     guarded,
+    load_suite_for,
     out,
     parse_agent_opts,
     progress_bar,
@@ -92,14 +95,15 @@ def compare(
     fresh: FreshOpt = False,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
+    prompt_variant: PromptVariantOpt = "cheap",
+    judge_opt: JudgeOpts = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
     from skilltune.compare import compare as skilltune_compare
     from skilltune.skill import load_skill
-    from skilltune.suite import load_suite
 
-    loaded = load_suite(suite)
+    loaded = load_suite_for(suite, prompt_variant, judge_opt)
     candidates: dict[str, Candidate | None] = {}
     for spec in arms:
         name, sep, path = spec.partition("=")

@@ -18,11 +18,14 @@ from skilltune.cli.app import (
     CacheOpt,
     ExecutorOpt,
     FreshOpt,
+    JudgeOpts,
+    PromptVariantOpt,
     RayAddressOpt,
     SuiteArg,
     app,
     err,
     guarded,
+    load_suite_for,
     out,
     parse_agent_opts,
     progress_bar,
@@ -44,11 +47,15 @@ def validate(
     """Check a suite and report every problem as file:line: message. Writes nothing."""
     from skilltune.suite import load_suite, validate_suite
 
-    problems = validate_suite(suite)
+    found = validate_suite(suite)
+    for problem in found:
+        err.print(str(problem))
+    problems = [p for p in found if not p.warning]
     if problems:
-        for problem in problems:
-            err.print(str(problem))
-        err.print(f"{len(problems)} problem(s) in {suite}")
+        warned = len(found) - len(problems)
+        err.print(
+            f"{len(problems)} problem(s) in {suite}" + (f" (and {warned} warning(s))" if warned else "")
+        )
         raise typer.Exit(2)
     loaded = load_suite(suite)
     if agent is not None:
@@ -88,18 +95,19 @@ def run(
     fresh: FreshOpt = False,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
+    prompt_variant: PromptVariantOpt = "cheap",
+    judge_opt: JudgeOpts = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
     from skilltune.evaluate import evaluate
     from skilltune.skill import load_skill
-    from skilltune.suite import load_suite
 
     if skill is not None and no_skill:
         raise UsageError("--skill and --no-skill exclude each other: give one")
     if skill is None and not no_skill:
         raise UsageError("give --skill DIR, or --no-skill to run the agent without a skill")
-    loaded = load_suite(suite)
+    loaded = load_suite_for(suite, prompt_variant, judge_opt)
     candidate = load_skill(skill) if skill is not None else None
     name = candidate.name if candidate else "noskill"
     target = out_dir or Path("runs") / f"eval-{name}-{split}-s{seed}"
@@ -146,11 +154,19 @@ def print_summary(summary: EvalSummary) -> None:
         statuses,
     )
     out.print(table)
+    for name, totals in summary.per_suite.items():
+        out.print(
+            f"suite {name}: {totals.n_tasks} task(s), hard {fmt(totals.hard)}, soft {fmt(totals.soft)}, "
+            f"mixed {fmt(totals.mixed)}"
+        )
+    if summary.judge_tokens:
+        out.print(f"judge: {summary.judge_tokens} tokens, {summary.judge_cost_usd:.4f} USD")
     if summary.n_cached:
         out.print(f"{summary.n_cached} of {summary.n_rollouts} rollouts came from the cache (not run again)")
     if summary.contaminated:
         out.print(
-            "[yellow]warning:[/yellow] infra errors remain after retries: these rollouts are not scored",
+            "[yellow]warning:[/yellow] infra errors (or unscored rollouts) remain after retries: "
+            "these rollouts are not scored",
             markup=True,
         )
 
@@ -171,11 +187,23 @@ def smoke(
             help="Keep the smoke rollouts here (default: a temporary folder, kept only on a failure).",
         ),
     ] = None,
+    prompt_variant: PromptVariantOpt = "cheap",
+    judge_opt: JudgeOpts = None,
 ) -> None:
-    """Preflight (requirements, tools, agent CLI) and one rollout per split; exit 1 on any problem."""
+    """Preflight (requirements, tools, agent CLI, judge) and one rollout per split; exit 1 on any problem."""
     from skilltune.smoke import smoke as run_smoke
 
-    report = run_smoke(suite, skill, agent=agent, agent_options=parse_agent_opts(agent_opt), out=out_dir)
+    if prompt_variant not in ("cheap", "full"):
+        raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
+    report = run_smoke(
+        suite,
+        skill,
+        agent=agent,
+        agent_options=parse_agent_opts(agent_opt),
+        out=out_dir,
+        prompt_variant=prompt_variant,  # type: ignore[arg-type]
+        judge_options=parse_agent_opts(judge_opt, "--judge-opt"),
+    )
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
         out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""), markup=True)
@@ -256,11 +284,12 @@ def calibrate(
     fresh: FreshOpt = False,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
+    prompt_variant: PromptVariantOpt = "cheap",
+    judge_opt: JudgeOpts = None,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
     from skilltune.calibrate import calibrate as skilltune_calibrate
     from skilltune.skill import load_skill
-    from skilltune.suite import load_suite
     from skilltune.textfmt import fmt
 
     if skill is not None and no_skill:
@@ -269,7 +298,7 @@ def calibrate(
         raise UsageError("give --skill DIR, or --no-skill to calibrate the agent without a skill")
     if metric not in ("hard", "soft", "mixed"):
         raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
-    loaded = load_suite(suite)
+    loaded = load_suite_for(suite, prompt_variant, judge_opt)
     candidate = load_skill(skill) if skill is not None else None
     target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
     result = skilltune_calibrate(
@@ -302,4 +331,12 @@ def calibrate(
     )
     for lever in result.levers:
         out.print(f"- {lever}")
+    if result.judge is not None:
+        if result.judge.rollouts:
+            out.print(f"judge noise: {result.judge.summary()}")
+        else:
+            out.print(
+                f"judge noise: not measured ({result.judge.suite_samples} verdict per rollout); run "
+                f"`skilltune judge agreement {suite} --rollouts {target}` to re-judge these rollouts and measure it"
+            )
     out.print(f"\ncalibration: {target / 'calibration.json'}")

@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import AgentOpts, CacheOpt, SuiteArg, app, err, guarded, out, parse_agent_opts
+from skilltune.cli.app import (
+    AgentOpts,
+    CacheOpt,
+    JudgeOpts,
+    SuiteArg,
+    app,
+    err,
+    guarded,
+    out,
+    parse_agent_opts,
+)
 from skilltune.cli.compare import print_comparison
 from skilltune.errors import UsageError
 from skilltune.textfmt import one_line
@@ -75,7 +85,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise UsageError(
             f"{path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    for table in ("agent_options", "proposer_options", "gate_options", "edit_budget"):
+    for table in ("agent_options", "proposer_options", "gate_options", "judge_options", "edit_budget"):
         if table in settings and not isinstance(settings[table], dict):
             raise UsageError(f"{path}: {table} must be a table ([{table}] with key = value lines)")
     return settings
@@ -211,6 +221,11 @@ def train(
     ray_address: Annotated[
         str | None, typer.Option(help="A Ray cluster to join (default: a local one).")
     ] = None,
+    prompt_variant: Annotated[
+        str | None,
+        typer.Option(help="skill-trainer's prompt variant: cheap (default) or full; reaches rubric.py."),
+    ] = None,
+    judge_opt: JudgeOpts = None,
     fresh: Annotated[
         bool | None, typer.Option("--fresh/--no-fresh", help="Run rollouts even when --cache holds them.")
     ] = None,
@@ -259,12 +274,14 @@ def train(
         fresh=fresh,
         executor=executor,
         ray_address=ray_address,
+        prompt_variant=prompt_variant,
         findings=findings,
     )
     settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
     settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)
     settings["proposer_options"] = settings.get("proposer_options", {}) | parse_agent_opts(proposer_opt)
     settings["gate_options"] = settings.get("gate_options", {}) | parse_agent_opts(gate_opt)
+    settings["judge_options"] = settings.get("judge_options", {}) | parse_agent_opts(judge_opt, "--judge-opt")
     settings.pop("suite", None)
     if "skill" not in settings or "tag" not in settings:
         raise UsageError("give --skill (the seed skill) and --tag (the run's name)")

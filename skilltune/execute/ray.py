@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from skilltune.agents.process import GRACE_S
 from skilltune.errors import UsageError
 from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
 from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.scoring import rescore_record
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, write_text
 
@@ -75,6 +76,7 @@ class RunnerSpec:
     options: dict[str, Any]
     retry: RetryPolicy
     options_hash: str  # the driver's (its environment and CLI version decide, not the worker's)
+    suite_options: dict[str, Any] = field(default_factory=dict)  # prompt variant, judge overrides
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,11 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
     from skilltune.agents import get_backend, parse_agent_options
     from skilltune.suite import load_suite
 
-    key = canonical_json([spec.suite, spec.agent, spec.options])
+    key = canonical_json([spec.suite, spec.agent, spec.options, spec.suite_options])
     if key not in _WORKER_STATE:
         backend = get_backend(spec.agent)
-        _WORKER_STATE[key] = (load_suite(spec.suite), backend, parse_agent_options(backend, spec.options))
+        suite = load_suite(spec.suite, **spec.suite_options)
+        _WORKER_STATE[key] = (suite, backend, parse_agent_options(backend, spec.options))
     suite, backend, options = _WORKER_STATE[key]
     candidate = None
     if job.files is not None:
@@ -188,10 +191,15 @@ class RayExecutor:
             options=runner.options.model_dump(mode="json"),
             retry=runner.retry,
             options_hash=runner.options_hash,
+            suite_options=runner.suite.options.model_dump(mode="json"),
         )
         todo = []
         for job in jobs:
             folder = rollout_dir(runner.out, job)
+            kept = runner.unscored(job)
+            if kept is not None:  # the agent's work is in the run directory: score it here
+                yield rescore_record(runner.suite, job.task, folder, kept)
+                continue
             if runner.cache is not None and not runner.fresh:
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 if runner.cache.fetch(runner.cache_key(job), folder, job.phase):

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 
 from skilltune.propose.model import Edit
-from skilltune.skill import Candidate, lint_candidate
+from skilltune.skill import PROTECTED_BLOCK, Candidate, block_key, lint_candidate
 
-_PROTECTED = re.compile(r"<!--\s*PROTECTED:([A-Za-z0-9_.-]+)\s*-->.*?<!--\s*/PROTECTED\s*-->", re.S)
+_PROTECTED = PROTECTED_BLOCK  # both forms: <!-- PROTECTED:name --> and skill-trainer's :START/:END
 _MARKER = re.compile(r"<!--\s*/?PROTECTED")
 NEAR_MATCH_RATIO = 0.92
 
@@ -42,7 +42,8 @@ def locked_spans(text: str) -> list[Span]:
 
 
 def protected_blocks(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(0) for m in _PROTECTED.finditer(text)}
+    """Each protected block's text by its key (``block_key``: both marker forms name one block)."""
+    return {block_key(m.group("name") or m.group("st")): m.group(0) for m in _PROTECTED.finditer(text)}
 
 
 def _overlaps(a: Span, spans: list[Span]) -> bool:
@@ -211,19 +212,31 @@ def check_edit(candidate: Candidate, edit: Edit) -> str | None:
 
 
 def set_protected_block(text: str, name: str, content: str) -> str:
-    """Replace the body of ``<!-- PROTECTED:name -->`` (or add the block at the end).
+    """Replace the body of the protected block ``name`` (either marker form, in its own form; a
+    skill-trainer ``SLOW_UPDATE`` block is the ``slow-update`` block), or add one at the end.
 
     A markdown heading that opens the existing block is kept above new content that
     brings none of its own.
     """
-    pattern = re.compile(rf"<!--\s*PROTECTED:{re.escape(name)}\s*-->(.*?)<!--\s*/PROTECTED\s*-->", re.S)
-    found = pattern.search(text)
+    found = next(
+        (
+            m
+            for m in _PROTECTED.finditer(text)
+            if block_key(m.group("name") or m.group("st")) == block_key(name)
+        ),
+        None,
+    )
     heading = ""
+    opening, closing = f"<!-- PROTECTED:{name} -->", "<!-- /PROTECTED -->"
     if found:
-        first = found.group(1).strip().splitlines()[:1]
+        inner = re.sub(r"\A<!--.*?-->|<!--[^>]*-->\Z", "", found.group(0), flags=re.S)
+        first = inner.strip().splitlines()[:1]
         keeps = first and first[0].startswith("#") and not content.strip().startswith("#")
         heading = first[0] + "\n" if keeps else ""
-    block = f"<!-- PROTECTED:{name} -->\n{heading}{content.strip()}\n<!-- /PROTECTED -->"
+        if found.group("st"):
+            opening = f"<!-- PROTECTED:{found.group('st')}:START -->"
+            closing = f"<!-- PROTECTED:{found.group('st')}:END -->"
+    block = f"{opening}\n{heading}{content.strip()}\n{closing}"
     if found:
         return text[: found.start()] + block + text[found.end() :]
     return text.rstrip("\n") + "\n\n" + block + "\n"

@@ -6,6 +6,11 @@ with probability ``p_right`` an entry whose ``answers`` match an observed sympto
 otherwise a random entry. Proposals are ``append`` edits of the entry's text, one
 per failed trajectory. Entries the skill already states, and entries the gate
 already rejected, are not proposed again. Seeded on the packet's seed.
+
+A suite without a pool (skill-trainer's mock demos: a real editor reads them) gets
+its failure hints turned into rules instead: each distinct symptom (or, for a judged
+rollout that printed none, the first sentence of the judge's feedback) becomes a
+rule appended to the skill, the most frequent first.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ import json
 import random
 import re
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from skilltune.errors import UsageError
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate
 from skilltune.propose.edit import apply_edit
 from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall, Trajectory
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
+
+HINT = "(failure hint)"  # the id of a rule made from a hint (no pool entry has it)
 
 
 class PoolEntry(BaseModel):
@@ -45,25 +52,60 @@ def symptoms(trajectory: Trajectory) -> list[str]:
     ]
 
 
+def hints(trajectory: Trajectory) -> list[str]:
+    """What a failed trajectory says went wrong: its SYMPTOM lines, else a rubric's ``symptom:<class>``
+    checks, else the judge's first sentence."""
+    found = [s for s in symptoms(trajectory) if s]
+    if not found:
+        found = [c.split(":", 1)[1].strip() for c in trajectory.checks if c.startswith("symptom:")]
+    if not found and trajectory.feedback.strip():
+        first = re.split(r"(?<=[.!?])\s", trajectory.feedback.strip().splitlines()[0], maxsplit=1)[0]
+        found = [first.strip()] if first.strip() else []
+        found = [f[:200] for f in found]
+    return found
+
+
 class MockProposer(Proposer):
     name = "mock"
     Options = MockProposerOptions
 
-    def _pool(self) -> list[PoolEntry]:
+    def _pool(self) -> list[PoolEntry] | None:
         raw = (self.suite.config.model_extra or {}).get("proposer_pool")
-        if not raw:
+        if raw is None:
+            return None
+        try:
+            return [PoolEntry.model_validate(e) for e in raw]
+        except (ValidationError, TypeError):
             raise UsageError(
-                f"{self.suite.source}: the mock proposer needs a proposer_pool in scoring.md's config "
-                '([{"id": ..., "text": ..., "answers": [...]}])'
-            )
-        return [PoolEntry.model_validate(e) for e in raw]
+                f"{self.suite.source}: scoring.md's proposer_pool must be a list of "
+                '{"id": ..., "text": ..., "answers": [...]} objects'
+            ) from None
+
+    def _from_hints(self, packet: EvidencePacket) -> list[tuple[PoolEntry, Trajectory, bool]]:
+        """No pool: each distinct failure hint becomes a rule, the most often seen first."""
+        skill = _norm("\n".join(packet.skill_files.values()))
+        rejected = {_norm(r.text) for r in packet.rejected}
+        seen: dict[str, tuple[PoolEntry, Trajectory, int]] = {}
+        for trajectory in packet.failures:
+            for hint in hints(trajectory):
+                rule = f"- Check before you finish that this does not happen: {hint.rstrip('.')}."
+                key = _norm(rule)
+                if key in skill or key in rejected:
+                    continue
+                entry, first, count = seen.get(key, (PoolEntry(id=HINT, text=rule), trajectory, 0))
+                seen[key] = (entry, first, count + 1)
+        ranked = sorted(seen.values(), key=lambda item: -item[2])  # stable: first seen first among equals
+        return [(entry, trajectory, True) for entry, trajectory, _ in ranked]
 
     def _choose(self, packet: EvidencePacket) -> list[tuple[PoolEntry, Trajectory, bool]]:
         assert isinstance(self.options, MockProposerOptions)
+        pool = self._pool()
+        if pool is None:
+            return self._from_hints(packet)
         rng = random.Random(f"{packet.seed}|{packet.step}|mock-proposer")
         skill = _norm("\n".join(packet.skill_files.values()))
         rejected = {_norm(r.text) for r in packet.rejected}
-        available = [e for e in self._pool() if _norm(e.text) not in skill and _norm(e.text) not in rejected]
+        available = [e for e in pool if _norm(e.text) not in skill and _norm(e.text) not in rejected]
         chosen = []
         for trajectory in packet.failures:
             if not available:
@@ -82,8 +124,12 @@ class MockProposer(Proposer):
                 op="append",
                 file=packet.skill_main,
                 text=entry.text,
-                rationale=f"pool entry {entry.id}"
-                + (" matches an observed symptom" if right else " (random draw)"),
+                rationale=(
+                    "a failure hint of this trajectory, turned into a rule"
+                    if entry.id == HINT
+                    else f"pool entry {entry.id}"
+                    + (" matches an observed symptom" if right else " (random draw)")
+                ),
                 support=[trajectory.id],
                 rank=rank,
             )

@@ -23,6 +23,8 @@ class Trajectory(BaseModel):
     soft: float
     status: str
     diff: str = ""
+    feedback: str = ""  # the judge's reasoning and evidence (judged suites): train evidence too
+    checks: list[str] = Field(default_factory=list)  # a rubric's or judge's checks: receipts, not answers
 
     @property
     def failed(self) -> bool:
@@ -79,6 +81,7 @@ class EvidencePacket(BaseModel):
     memory: str = ""
     max_edits: int = 4
     seed: int = 0
+    failure_classes: str = ""  # the suite's failure_classes.md: symptom classes -> mechanisms
 
 
 class ProposerCall(BaseModel):

@@ -35,6 +35,10 @@ def render_trajectories(trajectories: list[Trajectory]) -> str:
             "Final output:",
             output,
         ]
+        if t.checks:
+            block += ["", "The scorer's checks:", ", ".join(t.checks)]
+        if t.feedback.strip():
+            block += ["", "The judge's feedback:", t.feedback.strip()]
         if t.diff.strip():
             diff = t.diff if len(t.diff) <= _DIFF_CHARS else t.diff[:_DIFF_CHARS] + "\n[diff truncated]"
             block += ["", "Diff of the agent's changes:", diff]
@@ -57,6 +61,12 @@ def _common(packet: EvidencePacket) -> dict[str, str]:
         "failures": render_trajectories(packet.failures),
         "successes": render_trajectories(packet.successes),
         "max_edits": str(packet.max_edits),
+        "failure_classes": (
+            "\n\n## Failure classes (the suite's guide from symptoms to mechanisms)\n\n"
+            + packet.failure_classes.strip()
+            if packet.failure_classes.strip()
+            else ""
+        ),
     }
 
 

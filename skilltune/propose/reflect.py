@@ -1,8 +1,11 @@
 """Reflect: turn train rollouts into the evidence packet a proposer reads.
 
-Only train-phase records enter a packet. Score checks never do (for checklist
-suites they are the expected strings); the analyst sees the task, the agent's
-output, its diff and the score's numbers.
+Only train-phase records enter a packet. The checks of exact, checklist and command
+scores never do (they are the expected strings, the command); those of a rubric, a
+Python env or the judge do: their authors write them as receipts (skill-trainer's
+``symptom:<class>``, ``crit:<name>=...``), which the suite's failure_classes.md maps to
+mechanisms. The analyst sees the task, the agent's output, its diff, the score's numbers
+and those checks and, for a judged rollout, the judge's reasoning and evidence.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Literal
 
 from skilltune.errors import SkilltuneError
 from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
-from skilltune.runfiles import RolloutRecord, UnitRecord
+from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
 from skilltune.textfmt import fmt
@@ -26,22 +29,50 @@ class NoEvidenceError(SkilltuneError):
     exit_code = 3
 
 
+RECEIPT_MODES = ("rubric", "judge", "pyenv")  # modes whose checks are written as receipts, not answers
+FAILURE_CLASSES = "failure_classes.md"  # skill-trainer's symptom -> mechanism guide for the proposer
+_FEEDBACK_LIMIT = 3000
+
+
+def judge_feedback(folder: Path) -> str:
+    """The first verdict's reasoning and per-criterion evidence of a judged rollout (what skill-trainer
+    feeds its editors), or "" for a rollout that was not judged."""
+    path = folder / "judge.json"
+    if not path.is_file():
+        return ""
+    try:
+        verdict = JudgeFile.read(path).samples[0]
+    except (RunFileError, IndexError):
+        return ""
+    lines = [verdict.reasoning.strip()] if verdict.reasoning.strip() else []
+    lines += [f"- {c.name} {c.score:.2f}: {' '.join(c.evidence.split())}" for c in verdict.criteria]
+    return "\n".join(lines)[:_FEEDBACK_LIMIT]
+
+
+def failure_classes(suite: Suite) -> str:
+    path = suite.root / FAILURE_CLASSES
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
 def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     if record.phase != "train":
         raise ValueError(f"only train rollouts are evidence, not {record.phase}")
     if record.score is None:
         raise ValueError("unscored rollouts are not evidence")
+    task = suite.task(record.task_id)
     output = (folder / "output.txt").read_text(encoding="utf-8") if (folder / "output.txt").is_file() else ""
     diff = (folder / "diff.patch").read_text(encoding="utf-8") if (folder / "diff.patch").is_file() else ""
     return Trajectory(
         id=f"{record.task_id}#r{record.replicate}",
         task_id=record.task_id,
-        prompt=suite.task(record.task_id).prompt,
+        prompt=suite.prompt(task),
         output=output,
         hard=record.score.hard,
         soft=record.score.soft,
         status=record.status,
         diff=diff[:_DIFF_LIMIT],
+        feedback=judge_feedback(folder),
+        checks=list(record.score.checks) if suite.scoring_mode(task) in RECEIPT_MODES else [],
     )
 
 
@@ -78,6 +109,7 @@ def build_packet(
         memory=memory,
         max_edits=max_edits,
         seed=seed,
+        failure_classes=failure_classes(suite),
     )
 
 

@@ -24,6 +24,11 @@ findings file; a schema 2 config.json reads with none).
 4 = record.json keeps each failed attempt of a retried rollout (``attempt_history``: status,
 reason, wall time, its events file); proposer calls (reflections.json, slow_update.json) carry
 ``cost_usd`` and ``notes``. Files of schema 3 migrate with an empty history and unknown costs.
+5 = judged scoring: judge.json and judge_inputs.json (new files); record.json gained the
+status ``unscored`` with ``pending_status`` and the judge's usage (``judge``); stage events
+the judge's tokens and USD; config.json the settings ``prompt_variant`` and
+``judge_options``; gate.json ``secondary``. Files of version 4 read unchanged (every new
+field has a default); a judge.json or judge_inputs.json claiming a version before 5 is refused.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from skilltune.runfiles.journal import (
     active_seconds,
     parse_event,
 )
+from skilltune.runfiles.judge import Criterion, JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
 from skilltune.runfiles.review import (
     CHECKS,
     AuditFile,
@@ -58,6 +64,7 @@ from skilltune.runfiles.review import (
     FindingsTarget,
 )
 from skilltune.runfiles.rollouts import (
+    UNDECIDED,
     ArmResult,
     Comparison,
     FailedAttempt,
@@ -66,12 +73,14 @@ from skilltune.runfiles.rollouts import (
     RolloutFiles,
     RolloutRecord,
     RolloutStatus,
+    ScoredStatus,
 )
 from skilltune.runfiles.units import (
     UNIT_FILES,
     Decision,
     ReflectionsFile,
     Round,
+    SecondaryCheck,
     SlowUpdateFile,
     UnitRecord,
     Verdict,
@@ -80,6 +89,7 @@ from skilltune.runfiles.units import (
 __all__ = [
     "CHECKS",
     "SCHEMA_VERSION",
+    "UNDECIDED",
     "UNIT_FILES",
     "ArmResult",
     "AuditFile",
@@ -87,12 +97,17 @@ __all__ = [
     "Check",
     "Comparison",
     "Crashed",
+    "Criterion",
     "Decision",
     "EditBudgetConfig",
     "FailedAttempt",
     "FindingsRecord",
     "FindingsTarget",
     "JournalEvent",
+    "JudgeCall",
+    "JudgeFile",
+    "JudgeInputsFile",
+    "JudgeVerdict",
     "Migration",
     "NewerRunFileError",
     "OldRunFileError",
@@ -108,6 +123,8 @@ __all__ = [
     "RunFile",
     "RunFileError",
     "RunStart",
+    "ScoredStatus",
+    "SecondaryCheck",
     "SeedFile",
     "SessionEnd",
     "SessionStart",

@@ -61,6 +61,12 @@ class TrainConfig(BaseModel):
     findings: str | None = Field(
         default=None, description="a findings file shared across runs: the finished run appends its entry"
     )
+    prompt_variant: Literal["cheap", "full"] = Field(
+        default="cheap", description="skill-trainer's prompt variant: prompt_cheap or prompt_full"
+    )
+    judge_options: dict[str, Any] = Field(
+        default_factory=dict, description="overrides of the suite's judge block (--judge-opt)"
+    )
 
     @property
     def total_steps(self) -> int:

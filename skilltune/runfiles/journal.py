@@ -42,7 +42,7 @@ class Resumed(_Event):
 
 class StageDone(_Event):
     """A stage of a unit ended: its wall time, and what it used (rollouts, the agents' or the
-    proposer's tokens, proposer calls)."""
+    proposer's tokens, proposer calls, and the judge's tokens and USD on those rollouts)."""
 
     event: Literal["stage"] = "stage"
     unit: str
@@ -52,6 +52,9 @@ class StageDone(_Event):
     tokens_in: int | None = None
     tokens_out: int | None = None
     calls: int | None = None
+    judge_tokens_in: int | None = None
+    judge_tokens_out: int | None = None
+    judge_cost_usd: float | None = None
 
 
 class UnitEnd(_Event):

@@ -7,10 +7,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from skilltune.runfiles.base import Migration, RunFile
-from skilltune.score.base import Score
+from skilltune.score.base import Score, ScoringUsage
 
 Phase = Literal["train", "screen", "gate", "test", "eval"]
-RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed"]
+RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed", "unscored"]
+ScoredStatus = Literal["ok", "task_failed", "timeout"]
+# No decision is made on a batch holding one of these: they are no result, neither good nor bad.
+UNDECIDED = ("infra_error", "crashed", "unscored")
 
 
 class RolloutFiles(BaseModel):
@@ -44,9 +47,13 @@ class RolloutRecord(RunFile):
 
     Invariants: ``score`` is set iff ``status`` is ok, task_failed or timeout;
     ``infra_error`` and ``crashed`` are never task failures and are never scored;
-    ``candidate`` is the full candidate hash or ``"noskill"``; ``attempt_history`` holds every
-    attempt before the last (the record's own status is the last one's), so ``attempts`` is
-    ``len(attempt_history) + 1`` for a rollout that ran.
+    ``unscored``: the agent finished (``pending_status`` says how) but the scorer's
+    service (the judge's endpoint) failed after its retries; the record folder holds
+    what scoring it needs, and a resume scores it from there. ``judge`` is what the
+    judge spent on this rollout (tokens, USD). ``candidate`` is the full candidate
+    hash or ``"noskill"``; ``attempt_history`` holds every attempt before the last (the
+    record's own status is the last one's), so ``attempts`` is ``len(attempt_history) + 1``
+    for a rollout that ran.
     """
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _no_attempt_history}
@@ -75,6 +82,8 @@ class RolloutRecord(RunFile):
     started_at: str
     files: RolloutFiles = Field(default_factory=RolloutFiles)
     cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
+    pending_status: ScoredStatus | None = None  # set when unscored: the status a score will confirm
+    judge: ScoringUsage | None = None
 
 
 class ArmResult(BaseModel):

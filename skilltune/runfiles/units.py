@@ -49,9 +49,21 @@ class Round(BaseModel):
     statistic: dict[str, Any] = Field(default_factory=dict)
 
 
+class SecondaryCheck(BaseModel):
+    """skill-trainer's two-suite rule: the one-sided regression test on the secondary suite."""
+
+    suite: str
+    alpha: float
+    n_tasks: int
+    mean_diff: float | None  # candidate - incumbent, over tasks
+    p_value: float | None  # one-sided: the candidate is worse
+    regression: bool
+
+
 class Verdict(RunFile):
     """gate.json: a gate's decision with its rounds. ``alpha`` is the decision's level under the
-    run's error-control policy (set for the sequential gate)."""
+    run's error-control policy (set for the sequential gate); ``secondary`` the regression test on
+    the secondary suite (which can only turn an accept into a reject)."""
 
     decision: Decision
     reason: str
@@ -61,6 +73,7 @@ class Verdict(RunFile):
     rounds: list[Round]
     rollouts: int
     alpha: float | None = None
+    secondary: SecondaryCheck | None = None
 
     @property
     def accept(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -44,6 +45,32 @@ class Score(BaseModel):
     def file_json(self) -> dict[str, Any]:
         """The score.json object: ``{schema_version, hard, soft, mixed, checks, contract}``."""
         return {"schema_version": SCORE_SCHEMA_VERSION, **self.model_dump(mode="json")}
+
+
+class ScoringUsage(BaseModel):
+    """What a scorer spent on model calls for one rollout (the judge): record.json's ``judge``.
+
+    ``cached``: the verdicts came from the rollout's judge.json, so nothing was spent now.
+    """
+
+    model: str
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A scorer's answer for one rollout: the score, and what scoring it cost (None: nothing)."""
+
+    score: Score
+    usage: ScoringUsage | None = None
 
 
 def make_score(hard: Any, soft: Any, checks: Iterable[Any], *, weight: float, contract: str) -> Score:
@@ -129,8 +156,15 @@ class Scorer(ABC):
     (file:line), and ``score`` reads them typed through ``fields(task)``. A scorer
     that declares none gets ``OpenFields``: anything passes, ``task.scoring`` as is.
     ``check_fields`` checks what a model cannot see (files in the suite folder);
-    it runs once ``Fields`` accepted the object. A scorer that cannot score raises
-    ``ScoringError``; it never returns 0 for its own failure.
+    it runs once ``Fields`` accepted the object (``check_task`` sees the whole task
+    object, for fields a mode reads beside ``scoring``). A scorer that cannot score
+    raises ``ScoringError``; it never returns 0 for its own failure.
+
+    Scorers that call a model (the judge) also implement ``score_rollout`` (the rollout's
+    record folder at hand: inputs saved there, verdicts cached there, usage reported),
+    ``rescore`` (score again from the record folder alone, its workspace gone) and
+    ``preflight`` (refuse to start a run that cannot be scored: no key, no client); a
+    service that still fails after retries raises ``ScorerUnavailable``.
     """
 
     mode: ClassVar[str]
@@ -149,10 +183,32 @@ class Scorer(ABC):
         """Problems with a task's ``scoring`` fields that ``Fields`` cannot see (empty when valid)."""
         return []
 
+    @classmethod
+    def check_task(cls, task: Mapping[str, Any], suite_root: Path) -> list[str]:
+        """Problems with the fields a mode reads from the task object itself (empty when valid)."""
+        return []
+
+    @classmethod
+    def declared_fields(cls) -> set[str] | None:
+        """The field names ``Fields`` declares, or None when it accepts any (``OpenFields``)."""
+        if cls.Fields.model_config.get("extra") == "allow":
+            return None
+        return {info.alias or name for name, info in cls.Fields.model_fields.items()}
+
+    @classmethod
+    def unknown_fields(cls, scoring: Mapping[str, Any]) -> list[str]:
+        """Fields of ``scoring`` this mode does not read: skill-trainer ignores them, so skilltune
+        ignores them too and ``validate`` warns (a misspelt field does nothing)."""
+        declared = cls.declared_fields()
+        if declared is None:
+            return []
+        return [k for k in scoring if k != "mode" and k not in declared]
+
     def fields(self, task: Task) -> BaseModel:
         """The task's scoring fields as ``Fields``; ScoringError for fields a validated suite cannot hold."""
+        unknown = set(self.unknown_fields(task.scoring))
         try:
-            return self.parse_fields(task.scoring)
+            return self.parse_fields({k: v for k, v in task.scoring.items() if k not in unknown})
         except ValidationError as exc:
             where = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'scoring'}: {e['msg']}" for e in exc.errors()
@@ -161,6 +217,19 @@ class Scorer(ABC):
 
     @abstractmethod
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score: ...
+
+    def score_rollout(self, task: Task, workspace: Path, result: AgentResult, record_dir: Path) -> Scored:
+        """Score a finished rollout whose record folder is ``record_dir`` (written before the record)."""
+        return Scored(self.score(task, workspace, result))
+
+    def rescore(self, task: Task, record_dir: Path, result: AgentResult) -> Scored:
+        """Score again from the record folder alone (the workspace is gone)."""
+        raise ScoringError(
+            f"{self.mode} mode scores the workspace, which is gone: this rollout has to run again"
+        )
+
+    def preflight(self) -> None:  # noqa: B027 (most modes need nothing: a hook, not an abstract method)
+        """Raise UsageError when nothing could be scored (checked before a run spends anything)."""
 
     def make(self, hard: Any, soft: Any, checks: Iterable[Any]) -> Score:
         return make_score(

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
 from skilltune.agents.process import kill_group
-from skilltune.errors import ScoringError
+from skilltune.errors import ScoringError, SkilltuneWarning
 from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
 
 if TYPE_CHECKING:
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     from skilltune.suite import Task
 
 DEFAULT_COMMAND_TIMEOUT_S = 120.0
-# skill-trainer passes its prompt variant ("cheap" unless asked for "full") as the third
-# argument of rubric.score; skilltune has one prompt per task, so rubrics see "cheap".
-RUBRIC_MODE_ARG = "cheap"
 
 
 def _compiles(pattern: str) -> str:
@@ -140,6 +138,8 @@ class CommandScorer(Scorer):
         checks = [f"command_exit:{rc}"]
         if rc != 0 and tail:
             checks.append(f"command_output:{tail}")
+        if not result.final_text.strip():
+            checks.append("note: empty final output (skill-trainer scores it 0 without running the command)")
         return self.make(int(rc == 0), float(rc == 0), checks)
 
 
@@ -176,7 +176,11 @@ class RubricScorer(Scorer):
     """The suite's ``rubric.py``: ``score(task, workdir, mode) -> {hard, soft, checks}``.
 
     ``workdir`` is the rollout's workspace, where ``output.txt`` holds the agent's
-    final output (skill-trainer's layout); ``task`` is the task object as a dict.
+    final output and ``task.json`` the task (skill-trainer's layout; both written after
+    the agent exited); ``task`` is the task object as a dict with its ``split``; ``mode``
+    is the prompt variant, ``"cheap"`` unless ``--prompt-variant full``. A ``hard``
+    that is not 0 or 1 is read as skill-trainer reads it, ``int(hard)`` (0.8 -> 0),
+    with a warning in the score's checks.
     """
 
     mode = "rubric"
@@ -190,12 +194,36 @@ class RubricScorer(Scorer):
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
         try:
-            raw = self.suite.rubric_module().score(task.as_json(), workspace, RUBRIC_MODE_ARG)
+            raw = self.suite.rubric_module().score(
+                task.with_split(), workspace, self.suite.options.prompt_variant
+            )
         except Exception as exc:
             raise ScoringError(f"rubric.py score() raised {type(exc).__name__}: {exc}") from exc
-        return score_from_mapping(
+        raw, note = _coerce_hard(raw)
+        score = score_from_mapping(
             raw,
             weight=self.suite.config.mixed_weight,
             contract=self.suite.contract_hash,
             source="rubric.py score()",
         )
+        if note is not None:
+            warnings.warn(f"{self.suite.source}: rubric.py {note}", SkilltuneWarning, stacklevel=2)
+            score = score.model_copy(update={"checks": [*score.checks, f"warning: {note}"]})
+        return score
+
+
+def _coerce_hard(raw: Any) -> tuple[Any, str | None]:
+    """skill-trainer reads a rubric's hard as ``int(hard)``: a 0.8 is 0, a True is 1."""
+    if not isinstance(raw, Mapping) or "hard" not in raw:
+        return raw, None
+    hard = raw["hard"]
+    if isinstance(hard, bool) or hard in (0, 1):
+        return {**raw, "hard": int(hard)}, None
+    try:
+        coerced = int(hard)
+    except (TypeError, ValueError):
+        return raw, None  # not a number: score_from_mapping says so
+    return {
+        **raw,
+        "hard": coerced,
+    }, f"returned hard={hard!r}, read as {coerced} (int(), as skill-trainer does)"

@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from skilltune.errors import UsageError
 from skilltune.suite.base import Suite
 from skilltune.suite.jsonl import JsonlSuite, read_jsonl_suite
-from skilltune.suite.model import SPLITS, Problem, SuiteConfig, Task, safe_id
+from skilltune.suite.model import (
+    PROMPT_VARIANTS,
+    SPLITS,
+    Problem,
+    PromptVariant,
+    SuiteConfig,
+    SuiteOptions,
+    Task,
+    safe_id,
+)
 from skilltune.suite.pyenv import PythonSuite, is_python_suite, read_python_suite
 
 __all__ = [
+    "PROMPT_VARIANTS",
     "SPLITS",
     "JsonlSuite",
     "Problem",
+    "PromptVariant",
     "PythonSuite",
     "Suite",
     "SuiteConfig",
+    "SuiteOptions",
     "Task",
     "load_suite",
     "safe_id",
@@ -44,17 +57,25 @@ def _read(path: Path) -> tuple[Suite | None, list[Problem]]:
 
 
 def validate_suite(path: Path | str) -> list[Problem]:
-    """Every problem found in the suite at ``path`` (empty when it is valid). Writes nothing."""
+    """Every problem found in the suite at ``path``, warnings included (``Problem.warning``):
+    the suite is valid when none is an error. Writes nothing."""
     return _read(Path(path))[1]
 
 
-def load_suite(path: Path | str) -> Suite:
-    """Load a valid suite or raise UsageError listing its problems."""
+def load_suite(
+    path: Path | str,
+    *,
+    prompt_variant: PromptVariant = "cheap",
+    judge_options: dict[str, Any] | None = None,
+) -> Suite:
+    """Load a valid suite, read with ``prompt_variant`` and judge overrides (``--judge-opt``), or
+    raise UsageError listing its problems (warnings do not stop it)."""
     suite, problems = _read(Path(path))
-    if suite is None or problems:
-        shown = "\n".join(f"  {p}" for p in problems[:_SHOWN])
-        more = f"\n  ... and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else ""
+    errors = [p for p in problems if not p.warning]
+    if suite is None or errors:
+        shown = "\n".join(f"  {p}" for p in errors[:_SHOWN])
+        more = f"\n  ... and {len(errors) - _SHOWN} more" if len(errors) > _SHOWN else ""
         raise UsageError(
             f"the suite at {path} is not valid:\n{shown}{more}\nrun `skilltune validate {path}` for the full list"
         )
-    return suite
+    return suite.configure(SuiteOptions(prompt_variant=prompt_variant, judge_options=judge_options or {}))

@@ -13,11 +13,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pydantic import ValidationError
+
 from skilltune.errors import UsageError
+from skilltune.judge.settings import JudgeSettings, contract_overrides, judge_settings
 from skilltune.score.base import Scorer
 from skilltune.score.registry import scorer_class
 from skilltune.store import canonical_json, iter_tree
-from skilltune.suite.model import SPLITS, SuiteConfig, Task
+from skilltune.suite.model import SPLITS, SuiteConfig, SuiteOptions, Task
+
+# Task fields the judge reads beside ``scoring`` (skill-trainer's places): part of the contract.
+JUDGE_TASK_FIELDS = ("reference", "reference_text", "judge_inputs")
 
 # Strings shorter than this are too common to call a leak when found in a workspace.
 _MIN_REFERENCE_LEN = 8
@@ -62,7 +68,9 @@ class Suite(ABC):
 
     ``root`` is the folder that holds the suite (for a Python env: the module's
     folder); ``contract_hash`` pins the scoring contract, ``content_hash`` the
-    whole suite (prompts and files included). Both are computed once.
+    whole suite (prompts and files included). Both are computed once, after
+    ``configure`` set the ``options`` a command reads the suite with (the prompt
+    variant, judge overrides).
     """
 
     kind: str
@@ -75,6 +83,39 @@ class Suite(ABC):
         self._by_id = {t.id: t for tasks in splits.values() for t in tasks}
         self._scorers: dict[str, Scorer] = {}
         self._rubric: ModuleType | None = None
+        self.options = SuiteOptions()
+
+    def configure(self, options: SuiteOptions) -> Suite:
+        """Read the suite with ``options``; refuses judge overrides the judge cannot take (UsageError)."""
+        if "contract_hash" in self.__dict__ and options != self.options:
+            raise RuntimeError("a suite's options are set before its hashes are computed")
+        if options.judge_options:
+            try:
+                judge_settings(self.config.judge, options.judge_options)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'judge'}: {e['msg']}" for e in exc.errors()
+                )
+                raise UsageError(f"--judge-opt: {problems}") from None
+        self.options = options
+        return self
+
+    @property
+    def judge(self) -> JudgeSettings:
+        """The judge's settings: scoring.md's block with the ``--judge-opt`` overrides."""
+        return judge_settings(self.config.judge, self.options.judge_options)
+
+    def prompt(self, task: Task) -> str:
+        """The prompt the agent gets for ``task`` under the suite's prompt variant."""
+        prompt = task.prompt_for(self.options.prompt_variant)
+        if prompt is None:
+            variant = self.options.prompt_variant
+            raise UsageError(
+                f"{self.source}: task {task.id} has no prompt for the {variant} variant: give it "
+                f"'prompt' or 'prompt_{variant}', or run with --prompt-variant "
+                f"{'full' if variant == 'cheap' else 'cheap'}"
+            )
+        return prompt
 
     @property
     def name(self) -> str:
@@ -112,8 +153,14 @@ class Suite(ABC):
         digest = hashlib.sha256()
         for name, path in self.contract_files():
             _digest_update(digest, name, path.read_bytes())
-        scoring = [[t.split, t.id, t.scoring] for t in sorted(self.all_tasks(), key=_task_key)]
+        scoring = [
+            [t.split, t.id, t.scoring, *([judged] if (judged := judge_fields(t)) else [])]
+            for t in sorted(self.all_tasks(), key=_task_key)
+        ]
         _digest_update(digest, "tasks.scoring", canonical_json(scoring).encode("utf-8"))
+        overrides = contract_overrides(self.options.judge_options)
+        if overrides:  # the judge asked for on the command line is part of what scored
+            _digest_update(digest, "judge.overrides", canonical_json(overrides).encode("utf-8"))
         return digest.hexdigest()
 
     @cached_property
@@ -134,6 +181,8 @@ class Suite(ABC):
         """sha256 of one task: its object and the content of the files it brings."""
         digest = hashlib.sha256()
         _digest_update(digest, "task", canonical_json(task.as_json()).encode("utf-8"))
+        if self.options.prompt_variant != "cheap":  # another prompt, and rubrics see the variant
+            _digest_update(digest, "prompt_variant", self.options.prompt_variant.encode())
         for name, path in self.task_files(task):
             _digest_update(digest, name, path.read_bytes())
         return digest.hexdigest()
@@ -158,6 +207,13 @@ class Suite(ABC):
             self._scorers[mode] = cls(self)
         return self._scorers[mode]
 
+    def preflight(self, tasks: Iterable[Task]) -> None:
+        """Refuse (UsageError) to start work no rollout of ``tasks`` could be scored in (a judge with
+        no key or no client): checked before anything is spent."""
+        for mode in sorted({self.scoring_mode(t) for t in tasks}):
+            task = next(t for t in tasks if self.scoring_mode(t) == mode)
+            self.scorer(task).preflight()
+
     def rubric_module(self) -> ModuleType:
         with _LOAD_LOCK:
             if self._rubric is None:
@@ -166,14 +222,30 @@ class Suite(ABC):
 
     # --- leakage ----------------------------------------------------------------------------
     def reference_strings(self, task: Task) -> list[str]:
-        """Text that must never appear in a workspace: the suite's path and scoring values."""
+        """Text that must never appear in a workspace: the suite's path, scoring values, and the
+        judge's inline reference."""
         found = [str(self.root.resolve())]
         found += [s for s in _strings(task.scoring) if len(s) >= _MIN_REFERENCE_LEN]
+        reference = task.field("reference_text")
+        if isinstance(reference, str) and len(reference.strip()) >= _MIN_REFERENCE_LEN:
+            found.append(reference.strip())
         return found
 
-    def reference_hashes(self) -> set[str]:
-        """sha256 of every contract file: a workspace file with one of these is a leak."""
-        return {hashlib.sha256(p.read_bytes()).hexdigest() for _, p in self.contract_files()}
+    def reference_hashes(self, task: Task | None = None) -> set[str]:
+        """sha256 of every contract file: a workspace file with one of these is a leak, unless
+        ``task`` lists it in its ``files`` (its input, such as a fixture under refs/)."""
+        given = {p.resolve() for _, p in self.task_files(task)} if task is not None else set()
+        return {
+            hashlib.sha256(p.read_bytes()).hexdigest()
+            for _, p in self.contract_files()
+            if p.resolve() not in given
+        }
+
+
+def judge_fields(task: Task) -> dict[str, Any]:
+    """The judge's fields of ``task`` (reference, reference_text, judge_inputs) that it gives."""
+    extra = task.model_extra or {}
+    return {name: extra[name] for name in JUDGE_TASK_FIELDS if name in extra}
 
 
 def _task_key(task: Task) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from skilltune.score.registry import scorer_class, scoring_modes
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
 from skilltune.suite.checks import check_task, field_messages
+from skilltune.suite.compat import check_judge_block, check_suites, departures
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
 
 CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
@@ -120,6 +121,8 @@ def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | Non
         return None
     if bad_mode:
         return None
+    if "judge" in raw:
+        problems += check_judge_block(raw["judge"], str(scoring_md), _key_line(lines, start, end, "judge"))
     return config
 
 
@@ -186,7 +189,10 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
 
     _check_rubric(root, problems)
     _check_symlinks(root, problems)
-    if problems or config is None:
+    if config is not None:
+        tasks = [t for split_tasks in splits.values() for t in split_tasks]
+        problems += check_suites(root, config, tasks) + departures(root, config, tasks)
+    if any(not p.warning for p in problems) or config is None:
         return None, problems
     return JsonlSuite(root, root, config, splits), problems
 
@@ -214,31 +220,50 @@ def _read_task(
         return None
     task, messages = check_task(obj, split, f"{path.name}:{number}", seen, suite_root=root)
     scoring = obj.get("scoring", {})
+    warnings: list[str] = []
     if isinstance(scoring, dict):  # else the Task model said what it must be
-        messages += scoring_problems(scoring, default_mode, root)
+        errors, warnings = scoring_problems(scoring, default_mode, root, obj)
+        messages += errors
     for message in messages:
         report(message)
+    for message in warnings:
+        problems.append(Problem(file=str(path), line=number, message=message, warning=True))
     return task if not messages else None
 
 
-def scoring_problems(scoring: Mapping[str, Any], default_mode: str | None, root: Path) -> list[str]:
-    """What is wrong with a task's ``scoring`` object: its mode, then that mode's ``Fields``.
+def scoring_problems(
+    scoring: Mapping[str, Any], default_mode: str | None, root: Path, task: Mapping[str, Any] | None = None
+) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for a task's ``scoring`` object: its mode, that mode's ``Fields``, and the
+    fields the mode reads from the ``task`` object itself.
 
     ``default_mode`` is the suite's (None when the config's is unusable: a task
-    naming no mode is then not checked against one the author did not choose).
+    naming no mode is then not checked against one the author did not choose). A field
+    the mode does not read is a warning: skill-trainer ignores it, and so does skilltune.
     """
     mode = scoring.get("mode") or default_mode
     if mode is None:
-        return []
+        return [], []
     cls = scorer_class(mode) if isinstance(mode, str) else None
     if cls is None:
-        return [f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})"]
+        return [f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})"], []
+    unknown = cls.unknown_fields(scoring)
+    declared = sorted(cls.declared_fields() or ())
+    warnings = [
+        f"{mode} mode has no field {name!r} (its fields: {', '.join(declared) or 'none'}): it is ignored, "
+        "as skill-trainer ignores it; fix the spelling or move data for backends beside 'scoring'"
+        for name in unknown
+    ]
+    known = {k: v for k, v in scoring.items() if k not in unknown}
     try:
-        cls.parse_fields(scoring)
+        cls.parse_fields(known)
     except ValidationError as exc:
-        fields = {k: v for k, v in scoring.items() if k != "mode"}
-        return field_messages(exc, cls.Fields, fields, owner=f"{mode} mode")
-    return cls.check_fields(scoring, root)
+        fields = {k: v for k, v in known.items() if k != "mode"}
+        return field_messages(exc, cls.Fields, fields, owner=f"{mode} mode"), warnings
+    errors = cls.check_fields(known, root)
+    if task is not None:
+        errors += cls.check_task(task, root)
+    return errors, warnings
 
 
 def _check_symlinks(root: Path, problems: list[Problem]) -> None:

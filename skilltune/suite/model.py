@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationInfo,
+    model_validator,
+)
 
 SPLITS = ("train", "val", "test")
+# skill-trainer's prompt variants: a task may carry prompt_cheap / prompt_full beside (or instead of) prompt.
+PROMPT_VARIANTS = ("cheap", "full")
+PromptVariant = Literal["cheap", "full"]
 REQUIRED_SPLITS = ("train", "val")
 # Validation context key: the folder a task's ``files`` must exist in (folder suites set it).
 SUITE_ROOT = "suite_root"
@@ -29,10 +40,6 @@ def check_file_entry(root: Path, rel: str) -> str | None:
         return f"files entry {rel!r} is absolute: give a path relative to the suite folder"
     if ".." in posix.parts:
         return f"files entry {rel!r} escapes the suite ('..'): keep task files under the suite folder"
-    if posix.parts and posix.parts[0] == "refs":
-        return (
-            f"files entry {rel!r} is under refs/, which holds reference material and never enters a workspace"
-        )
     if not posix.parts or posix == PurePosixPath("."):
         return f"files entry {rel!r} is the whole suite: list the files the agent needs"
     full = root / rel
@@ -83,7 +90,11 @@ class Task(BaseModel):
     """One scoreable task.
 
     ``id`` is unique across all splits of a suite; ``files`` are paths under the
-    suite copied into the workspace root under their basename; ``scoring`` holds
+    suite copied into the workspace root under their basename (refs/ included:
+    skill-trainer keeps fixtures there; only what a task lists enters its
+    workspace); ``prompt`` is the task as given to the agent, and skill-trainer's
+    ``prompt_cheap`` / ``prompt_full`` (kept as extras) replace it for that
+    prompt variant (``prompt_for``): a task needs at least one of the three; ``scoring`` holds
     the optional ``mode`` plus that mode's fields (the mode's scorer validates
     those). Every other field of the jsonl object (``requires``, ``noise``, a
     scorer's extras, ...) is kept in ``model_extra`` for backends and scorers.
@@ -97,7 +108,11 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str = Field(min_length=1, description="a non-empty string, unique across train, val and test")
-    prompt: str = Field(pattern=r"\S", description="a non-empty string: the task as given to the agent")
+    prompt: str = Field(
+        default="",
+        pattern=r"\S",
+        description="a non-empty string: the task as given to the agent",
+    )
     files: Annotated[
         list[Annotated[str, AfterValidator(_file_in_suite)]], AfterValidator(_distinct_basenames)
     ] = Field(default_factory=list, description="a list of paths under the suite folder")
@@ -106,6 +121,24 @@ class Task(BaseModel):
     )
     split: str = Field(default="", exclude=True)
 
+    @model_validator(mode="after")
+    def _has_a_prompt(self) -> Task:
+        extra = self.model_extra or {}
+        for name in ("prompt_cheap", "prompt_full"):
+            if name in extra and not (isinstance(extra[name], str) and extra[name].strip()):
+                raise ValueError(f"{name!r} must be a non-empty string: the task's {name[7:]} prompt")
+        if not self.prompt and not any(f"prompt_{v}" in extra for v in PROMPT_VARIANTS):
+            raise ValueError(
+                "missing 'prompt' (the task as given to the agent; skill-trainer's 'prompt_cheap' or "
+                "'prompt_full' may stand in for it)"
+            )
+        return self
+
+    def prompt_for(self, variant: str) -> str | None:
+        """The prompt of ``variant`` (``prompt_<variant>``, else ``prompt``), or None when it has none."""
+        own = (self.model_extra or {}).get(f"prompt_{variant}")
+        return own if isinstance(own, str) and own.strip() else (self.prompt or None)
+
     def field(self, name: str, default: Any = None) -> Any:
         """A backend- or scorer-specific field of the task object (``requires``, ``noise``...)."""
         extra = self.model_extra or {}
@@ -113,7 +146,14 @@ class Task(BaseModel):
 
     def as_json(self) -> dict[str, Any]:
         """The task object as it appeared in the suite (without the split)."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        if not self.prompt:  # a task given prompt_cheap / prompt_full only had no prompt field
+            data.pop("prompt", None)
+        return data
+
+    def with_split(self) -> dict[str, Any]:
+        """The task object with its ``split``, as skill-trainer's task.json (and its rubrics) see it."""
+        return {**self.as_json(), "split": self.split}
 
 
 class SuiteConfig(BaseModel):
@@ -126,15 +166,38 @@ class SuiteConfig(BaseModel):
     smoke_tools: list[str] = Field(default_factory=list)
     judge: dict[str, Any] | None = None
     max_concurrency: PositiveInt | None = None
+    # skill-trainer's two-suite rule: tasks carry a "suite" name; the gate decides on the primary
+    # suite's tasks, and the secondary suite can only reject a candidate (a regression test).
+    primary_suite: str | None = None
+    secondary_suite: str | None = None
+    secondary_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+
+
+class SuiteOptions(BaseModel):
+    """How a command reads a suite, beside its files: skill-trainer's prompt variant (``cheap``
+    unless ``full`` is asked for) and overrides of the scoring.md judge block (``--judge-opt``).
+
+    Both change what is run or scored: the variant changes each task's hash (rollouts made
+    with the other prompt are never reused), the judge overrides change the scoring contract.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_variant: PromptVariant = "cheap"
+    judge_options: dict[str, Any] = Field(default_factory=dict)
 
 
 class Problem(BaseModel):
-    """One validation finding, printed as ``file:line: message`` (line only for jsonl)."""
+    """One validation finding, printed as ``file:line: message`` (line only for jsonl).
+
+    A ``warning`` does not stop the suite from loading: something skilltune reads
+    differently from skill-trainer, or a field it ignores."""
 
     file: str
     line: int | None = None
     message: str
+    warning: bool = False
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
-        return f"{where}: {self.message}"
+        return f"{where}: {'warning: ' if self.warning else ''}{self.message}"

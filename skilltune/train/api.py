@@ -172,6 +172,12 @@ def train(
             f"at most {setup.planned_rollouts} in all for {config.total_steps} steps, "
             f"{config.total_epochs} epoch update(s) and the held-out test"
         )
+        if any(setup.suite.scoring_mode(t) == "judge" for t in setup.suite.all_tasks()):
+            judge = setup.suite.judge
+            reporter.line(
+                f"judge: {judge.provider} {judge.effective_model or '(its default model)'}, "
+                f"{judge.samples} verdict(s) per rollout (their tokens and USD count in the budgets)"
+            )
         for issue in lint_candidate(seed):
             reporter.line(f"warning: the seed skill has a lint error (edits may not add new ones): {issue}")
         execute(ctx)

@@ -106,12 +106,22 @@ def proposer_tokens(folder: Path) -> int:
     return sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
 
 
+def record_tokens(record: RolloutRecord) -> int:
+    """A rollout's tokens: the agent's and its judge's."""
+    judged = record.judge.tokens if record.judge is not None else 0
+    return (record.tokens_in or 0) + (record.tokens_out or 0) + judged
+
+
+def record_cost(record: RolloutRecord) -> float:
+    """A rollout's USD: the agent's (reported or estimated) and its judge's."""
+    return (record.cost_usd or 0.0) + (record.judge.cost_usd if record.judge is not None else 0.0)
+
+
 def spent(run: RunDir) -> Spent:
-    """Rollouts, tokens (agents and proposers) and USD recorded in the run directory."""
+    """Rollouts, tokens (agents, judges and proposers) and USD recorded in the run directory."""
     records = records_run(run.root)
-    tokens = sum((rec.tokens_in or 0) + (rec.tokens_out or 0) for rec in records)
-    tokens += proposer_tokens(run.steps)
-    return Spent(len(records), tokens, sum(rec.cost_usd or 0.0 for rec in records))
+    tokens = sum(record_tokens(rec) for rec in records) + proposer_tokens(run.steps)
+    return Spent(len(records), tokens, sum(record_cost(rec) for rec in records))
 
 
 def hours_spent(run: RunDir) -> float:

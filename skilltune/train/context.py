@@ -48,7 +48,10 @@ class Setup:
     @classmethod
     def of(cls, config: TrainConfig) -> Setup:
         """Raises UsageError for anything the settings get wrong (nothing is written)."""
-        suite = load_suite(config.suite)
+        suite = load_suite(
+            config.suite, prompt_variant=config.prompt_variant, judge_options=config.judge_options
+        )
+        suite.preflight(suite.all_tasks())  # a judge with no key refuses before anything is spent
         backend = get_backend(config.agent)
         options = parse_agent_options(backend, config.agent_options)
         check_target(backend, options, suite.all_tasks(), executor=config.executor, suite=suite)
@@ -117,9 +120,14 @@ class RunContext:
         a stage that ran rollouts and said nothing of tokens gets the agents' tokens."""
         t0 = time.monotonic()
         before = (self.rollouts.tokens_in, self.rollouts.tokens_out)
+        judged = self.rollouts.judge_usage()
         info: dict[str, Any] = {}
         yield info
         if "tokens_in" not in info and "rollouts" in info:
             info["tokens_in"] = self.rollouts.tokens_in - before[0]
             info["tokens_out"] = self.rollouts.tokens_out - before[1]
+        spent = [now - then for now, then in zip(self.rollouts.judge_usage(), judged, strict=True)]
+        if any(spent):  # what the judge cost on this stage's rollouts
+            info["judge_tokens_in"], info["judge_tokens_out"] = int(spent[0]), int(spent[1])
+            info["judge_cost_usd"] = round(spent[2], 6)
         self.run.journal(StageDone(unit=unit, stage=name, seconds=round(time.monotonic() - t0, 3), **info))

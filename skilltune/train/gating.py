@@ -20,9 +20,10 @@ from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task
 from skilltune.textfmt import fmt
-from skilltune.train.budget import proposer_tokens, records_run
+from skilltune.train.budget import proposer_tokens, record_cost, record_tokens, records_run
 from skilltune.train.context import RunContext
 from skilltune.train.rollouts import RunRollouts, replicate_base
+from skilltune.train.secondary import gated_ids, regression_test, veto
 from skilltune.train.session import BlockedError
 from skilltune.train.units import Unit
 
@@ -63,7 +64,9 @@ class Draft:
 
 class ValSampler:
     """The gate's sampler: round k runs both skills on every val task, with replicate indices
-    fresh for the unit and the round (so no round reuses another's rollouts)."""
+    fresh for the unit and the round (so no round reuses another's rollouts). With a secondary
+    suite named (skill-trainer's two-suite rule) the gate gets the primary tasks' records and
+    the secondary tasks' are kept for the regression test (``train/secondary.py``)."""
 
     def __init__(
         self,
@@ -80,16 +83,34 @@ class ValSampler:
         self.candidate = candidate
         self.incumbent = incumbent
         self.seq = seq
+        self.gated = gated_ids(rollouts.suite, val)
+        self.held: list[RolloutRecord] = []  # the secondary suite's records, every round
 
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
         base = replicate_base(self.seq, index * replicates)
         jobs = self.rollouts.jobs(self.val, self.candidate, "gate", base, replicates)
         jobs += self.rollouts.jobs(self.val, self.incumbent, "gate", base, replicates)
         records = [r for r, _ in self.rollouts.run(self.folder, jobs)]
+        self.held += [r for r in records if r.task_id not in self.gated]
+        gated = [r for r in records if r.task_id in self.gated]
         return (
-            [r for r in records if r.candidate == self.candidate.hash],
-            [r for r in records if r.candidate == self.incumbent.hash],
+            [r for r in gated if r.candidate == self.candidate.hash],
+            [r for r in gated if r.candidate == self.incumbent.hash],
         )
+
+    def secondary(self, verdict: Verdict, metric: str) -> Verdict:
+        """The verdict after the secondary suite's regression test (none named: unchanged)."""
+        name = self.rollouts.suite.config.secondary_suite
+        if name is None or not self.held:
+            return verdict
+        check = regression_test(
+            name,
+            [r for r in self.held if r.candidate == self.candidate.hash],
+            [r for r in self.held if r.candidate == self.incumbent.hash],
+            metric,
+            self.rollouts.suite.config.secondary_alpha,
+        )
+        return veto(verdict, check)
 
 
 def settle(
@@ -144,6 +165,8 @@ def decide(
         gate, level = ctx.gate.for_decision(earlier)
         sampler = ValSampler(ctx.rollouts, folder, ctx.suite.tasks("val"), candidate, incumbent, seq)
         verdict = gate.decide(sampler)
+        if verdict.decision != "contaminated":
+            verdict = sampler.secondary(verdict, ctx.config.metric)
         if level is not None:
             verdict = verdict.model_copy(update={"alpha": level})
         if verdict.decision != "contaminated":  # a resumed unit must re-run the failed rollouts
@@ -157,8 +180,8 @@ def close(ctx: RunContext, record: UnitRecord, accepted: Candidate | None) -> Un
     """Account the unit, move git, then write its record: the unit's commit point."""
     folder = ctx.run.unit_dir(record.kind, record.index)
     recs = records_run(folder)  # what this unit ran: a record copied from a shared cache cost nothing
-    tokens = sum((r.tokens_in or 0) + (r.tokens_out or 0) for r in recs) + proposer_tokens(folder)
-    cost = round(sum(r.cost_usd or 0.0 for r in recs), 6)
+    tokens = sum(record_tokens(r) for r in recs) + proposer_tokens(folder)
+    cost = round(sum(record_cost(r) for r in recs), 6)
     record = record.model_copy(update={"rollouts": len(recs), "tokens": tokens, "cost_usd": cost})
     if accepted is not None:
         vals = f"val {fmt(record.val_candidate)} > {fmt(record.val_incumbent)}"

@@ -57,7 +57,9 @@ def _run_units(ctx: RunContext) -> None:
 
 def _check_suite(ctx: RunContext) -> None:
     try:
-        current = load_suite(ctx.config.suite).content_hash
+        current = load_suite(
+            ctx.config.suite, prompt_variant=ctx.config.prompt_variant, judge_options=ctx.config.judge_options
+        ).content_hash
     except UsageError as exc:
         raise BlockedError(f"the suite at {ctx.config.suite} can no longer be read: {exc}") from None
     if current != ctx.suite_hash:

@@ -69,6 +69,12 @@ class RunRollouts:
         self.cache = RolloutCache(Path(config.cache)) if config.cache else None
         self.tokens_in = 0  # the agents' tokens over this session's rollouts
         self.tokens_out = 0
+        self.judge_tokens_in = 0  # and the judge's, with its USD
+        self.judge_tokens_out = 0
+        self.judge_cost_usd = 0.0
+
+    def judge_usage(self) -> tuple[float, float, float]:
+        return (self.judge_tokens_in, self.judge_tokens_out, self.judge_cost_usd)
 
     def refusal(self, candidate: Candidate) -> str | None:
         return refusal(self.backend, self.options, self.suite, candidate)
@@ -112,4 +118,8 @@ class RunRollouts:
             if not record.cached_from:
                 self.tokens_in += record.tokens_in or 0
                 self.tokens_out += record.tokens_out or 0
+                if record.judge is not None:
+                    self.judge_tokens_in += record.judge.tokens_in
+                    self.judge_tokens_out += record.judge.tokens_out
+                    self.judge_cost_usd += record.judge.cost_usd
         return sorted(records, key=lambda rf: (rf[0].candidate, rf[0].task_id, rf[0].replicate))
