@@ -1,9 +1,12 @@
-"""Test-wide set-up: the agent CLIs installed by `make agent-clis` are on PATH; Ray stays on loopback."""
+"""Test-wide set-up: the agent CLIs installed by `make agent-clis` are on PATH; Ray stays on loopback;
+a Ctrl-C reaches the tests that simulate one."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,19 @@ if CLI_BIN.is_dir():
 # Ray reads this when it is first imported (whichever test module does so first): it keeps every socket
 # of the local Ray instance on loopback (../shared/ENV-NOTES.md); tests must not listen elsewhere.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sigint_raises() -> Iterator[None]:
+    """pytest started as a background job of a shell without job control (``pytest &`` in a script)
+    inherits SIGINT ignored, and Python then leaves it ignored: the tests that simulate a Ctrl-C
+    (interrupt_main, pthread_kill) would interrupt nothing. Python's own handler for the session."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def require_cli(executable: str) -> str:
