@@ -141,6 +141,24 @@ def test_migrations_of_schema_1() -> None:
         )
 
 
+def test_gate_json_of_schema_2_migrates_to_the_task_level_verdict() -> None:
+    """Schema 3 added the task-level test's fields; a schema-2 verdict (the per-replicate t test) is
+    read as what it was, never re-decided."""
+    rounds = [{"index": 0, "replicates": 1, "candidate": 0.6, "incumbent": 0.4, "n_pairs": 20, "rollouts": 40,
+               "statistic": {"alpha": 0.016, "n": 20, "t": 3.1, "bound_t": 2.9, "upper": 0.3}}]  # fmt: skip
+    old = {"schema_version": 2, "decision": "accept", "reason": "gain +0.200 crossed the bound", "metric": "mixed",
+           "val_candidate": 0.6, "val_incumbent": 0.4, "rounds": rounds, "rollouts": 40, "alpha": 0.016}  # fmt: skip
+    verdict = Verdict.parse(old, "gate.json")
+    assert verdict.schema_version == SCHEMA_VERSION == 3
+    assert verdict.test == "replicate-t" and verdict.accept and verdict.alpha == 0.016
+    assert verdict.reused == 0 and verdict.prefetched == 0 and verdict.rounds[0].pairs == []
+    one_pass = old | {"rounds": [rounds[0] | {"statistic": {"mean_diff": 0.2}}]}
+    assert Verdict.parse(one_pass, "gate.json").test is None
+    assert Verdict.parse(old | {"schema_version": 1}, "gate.json").test == "replicate-t"
+    with pytest.raises(NewerRunFileError):
+        Verdict.parse(old | {"schema_version": SCHEMA_VERSION + 1}, "gate.json")
+
+
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
     run = _schema1_run(tmp_path)
     path = run.unit_dir("step", 2) / "step.json"
@@ -150,10 +168,13 @@ def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
 
 
 def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path: Path) -> None:
-    """The golden output was captured from `make demo` (same seed) before the restructure."""
+    """The golden output is `make demo`'s (same command). Regenerated on purpose when the gate became
+    task-level (issue 12): the table's gate rollouts changed, the end did not (success, the same best
+    skill and held-out gain), and the gate's share of training rollouts was added."""
     proc = subprocess.run(
         [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
-         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],
+         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1",
+         "--alpha", "0.2", "--force"],
         capture_output=True, text=True, check=False, cwd=tmp_path, env={**os.environ, "COLUMNS": "100"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

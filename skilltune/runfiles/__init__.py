@@ -18,6 +18,9 @@ History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
 comparison.json, config.json and step.json carried a version; seed.json, gate.json,
 reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
 journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
+3 = gate.json holds the task-level test: ``Verdict.test`` and ``reused``, each ``Round``'s
+``reused`` incumbent rollouts and per-(task, replicate) ``pairs`` (gate.json of schema 2 is
+migrated: its sequential verdicts are marked ``test: replicate-t``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from skilltune.runfiles.rollouts import (
 from skilltune.runfiles.units import (
     UNIT_FILES,
     Decision,
+    Pair,
     ReflectionsFile,
     Round,
     SlowUpdateFile,
@@ -73,6 +77,7 @@ __all__ = [
     "Migration",
     "NewerRunFileError",
     "OldRunFileError",
+    "Pair",
     "PairResult",
     "Phase",
     "ReflectionsFile",
