@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, RolloutRecord, SessionStart, SlowUpdateFile
+from skilltune.runfiles import ReflectionsFile, RolloutRecord, SessionStart, SlowUpdateFile, StageDone
 from skilltune.suite import Suite
 
 
@@ -113,6 +113,21 @@ def spent(run: RunDir) -> Spent:
     tokens = sum((rec.tokens_in or 0) + (rec.tokens_out or 0) for rec in records)
     tokens += proposer_tokens(run.steps)
     return Spent(len(records), tokens, sum(rec.cost_usd or 0.0 for rec in records))
+
+
+def stage_rollouts(run: RunDir) -> dict[str, int]:
+    """Rollouts by stage from the journal: ``baseline``, ``rollout`` (train), ``screen``, ``compare``
+    (epoch), ``gate`` (run, not reused) and ``test`` (the final held-out comparison). A stage
+    re-entered on resume states its total again, so each unit's last record of it counts."""
+    last: dict[tuple[str, str], int] = {}
+    for event in run.read_journal():
+        if isinstance(event, StageDone) and event.rollouts is not None:
+            stage = "test" if event.unit == "final" else event.stage
+            last[(event.unit, stage)] = event.rollouts
+    out: dict[str, int] = {}
+    for (_, stage), rollouts in last.items():
+        out[stage] = out.get(stage, 0) + rollouts
+    return out
 
 
 def hours_spent(run: RunDir) -> float:
