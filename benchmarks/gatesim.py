@@ -148,6 +148,12 @@ def _screen(sums: np.ndarray, budget: int, size: int, exact: bool, rng: np.rando
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _reference(n: int, alpha: float, seed: int) -> Reference:
+    """References are costly to draw (up to 2^20 sign vectors); decisions sharing a seed share one."""
+    return Reference(n, alpha, seed)
+
+
 def _cross(
     design: Design, alpha: float, n: int, sums: np.ndarray, stops: np.ndarray, seeds: np.ndarray
 ) -> np.ndarray:
@@ -161,7 +167,7 @@ def _cross(
     for group in groups:
         for start in range(0, group.size, batch):
             rows = group[start : start + batch]
-            reference = Reference(n, alpha, int(seeds[rows[0]]))
+            reference = _reference(n, alpha, int(seeds[rows[0]]))
             crossings = [Crossings(size) for _ in rows]
             for k in range(int(stops[rows].max()) + 1):
                 alive = [j for j, r in enumerate(rows) if out[r] < 0 and k <= stops[r]]
