@@ -9,7 +9,7 @@ SRC := skilltune tests benchmarks tools
 CLIS := agentclis
 CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
 
-.PHONY: install check test demo bench-verdicts bench-throughput bench-startup agent-clis clean
+.PHONY: install check test demo bench-verdicts bench-throughput bench-startup bench-report screenshots agent-clis chromium clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,13 +31,20 @@ $(CLI_STAMP): $(CLIS)/package.json $(CLIS)/package-lock.json
 
 agent-clis: $(CLI_STAMP)
 
+# Debian's Chromium for the report and view tests (Playwright drives it; it never downloads a browser).
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	test -x $(CHROMIUM) || { command -v apt-get >/dev/null && \
+		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
+		echo "warning: $(CHROMIUM) is missing and could not be installed: the browser tests will be skipped"
+
 check: $(STAMP)
 	$(BIN)/ruff check $(SRC)
 	$(BIN)/ruff format --check $(SRC)
 	$(BIN)/mypy
 	$(BIN)/python tools/check_import_cycles.py skilltune
 
-test: check $(CLI_STAMP)
+test: check $(CLI_STAMP) chromium
 	$(BIN)/pytest
 
 # --alpha 0.2: the example's 16 val tasks are few for the task-level gate at the default 0.05 (README, Gates).
@@ -57,6 +64,15 @@ bench-throughput: $(STAMP)
 # benchmarks/results/startup.json.
 bench-startup: $(STAMP)
 	$(BIN)/python benchmarks/startup.py
+
+# report.html for a synthetic run of 200 units and 50,000 rollouts: generation time, size, load time in
+# headless Chromium: benchmarks/results/report.json.
+bench-report: $(STAMP) chromium
+	$(BIN)/python benchmarks/report.py
+
+# The screenshots of the report and of `skilltune view` under docs/ (taken by their browser tests).
+screenshots: $(STAMP) chromium
+	SKILLTUNE_SCREENSHOTS=docs $(BIN)/pytest -q tests/test_report_browser.py tests/test_view.py -k screenshot
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache

@@ -15,7 +15,7 @@ from typing import Any
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.cache import RolloutCache
 from skilltune.errors import UsageError
-from skilltune.evaluate import make_jobs, prepare_out
+from skilltune.evaluate import make_jobs, prepare_out, require_a_result
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutRunner, accuracy
 from skilltune.runfiles import ArmResult, Comparison, PairResult, Phase, RolloutRecord
@@ -23,7 +23,7 @@ from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
 from skilltune.suite import Suite, load_suite
-from skilltune.workspace import check_placement
+from skilltune.workspace import check_placement, check_target
 
 
 def _arm(
@@ -151,6 +151,7 @@ def compare(
     suite.tasks(split)
     for cand in arms.values():
         check_placement(cand, backend, options.placement)
+    check_target(backend, options, suite.tasks(split), list(arms.values()), executor_kind, suite)
     out = Path(out)
     prepare_out(out, force, suite, ("comparison.json",))
     runner = RolloutRunner(
@@ -159,7 +160,15 @@ def compare(
     )  # fmt: skip
     executor = make_executor(workers, suite.config.max_concurrency, executor_kind, ray_address)
     phase: Phase = "test" if split == "test" else "eval"
-    recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, on_record)
+    finished: list[RolloutRecord] = []  # in the order they finished
+
+    def record(done: RolloutRecord, count: int, total: int) -> None:
+        finished.append(done)
+        if on_record is not None:
+            on_record(done, count, total)
+
+    recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, record)
     comparison = build_comparison(suite, split, backend.name, reps, metric, recs)
     comparison.write(out / "comparison.json")
+    require_a_result(finished, out / "rollouts" / phase)
     return comparison

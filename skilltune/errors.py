@@ -24,3 +24,14 @@ class ScoringError(Exception):
 
 class ContractMismatchError(SkilltuneError):
     """Scores stamped with different scoring contracts were about to be compared."""
+
+
+class InfraFailure(SkilltuneError):
+    """Every rollout of a command ended ``infra_error``: nothing could be measured (exit 3)."""
+
+    exit_code = 3
+
+
+class SkilltuneWarning(UserWarning):
+    """Something the user set that skilltune cannot honour as they may expect (the command goes on);
+    the CLI prints it as one ``warning:`` line."""

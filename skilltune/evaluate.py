@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.cache import RolloutCache
-from skilltune.errors import UsageError
+from skilltune.errors import InfraFailure, UsageError
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutJob, RolloutRunner, accuracy, jobs_for
 from skilltune.runfiles import Phase, RolloutRecord
@@ -25,7 +25,7 @@ from skilltune.score.base import require_same_contract
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
-from skilltune.workspace import check_placement
+from skilltune.workspace import check_placement, check_target
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -108,6 +108,16 @@ def _mean(values: list[float] | list[int]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
+def require_a_result(records: list[RolloutRecord], where: Path) -> None:
+    """Raise InfraFailure when every rollout ended ``infra_error`` (in the order they finished: the
+    last one's reason is the error shown)."""
+    if records and all(r.status == "infra_error" for r in records):
+        raise InfraFailure(
+            f"all {len(records)} rollout(s) ended infra_error (never scored): the agent or its endpoint "
+            f"failed every time; the last error: {records[-1].reason}\nrecords: {where}"
+        )
+
+
 def prepare_out(out: Path, force: bool, suite: Suite, outputs: tuple[str, ...] = ("summary.json",)) -> None:
     """Refuse to mix a new result into an old one unless ``force``, or to write into the suite."""
     if out.resolve().is_relative_to(suite.root.resolve()):
@@ -152,6 +162,7 @@ def evaluate(
     options = parse_agent_options(backend, agent_options or {})
     jobs = make_jobs(suite, split, candidate, reps, seed, "eval")
     check_placement(candidate, backend, options.placement)
+    check_target(backend, options, suite.tasks(split), [candidate], executor_kind, suite)
     out = Path(out)
     prepare_out(out, force, suite)
     runner = RolloutRunner(
@@ -195,4 +206,5 @@ def evaluate(
         per_task=per_task,
     )
     write_json(out / "summary.json", summary)
+    require_a_result(records, out / "rollouts" / "eval")
     return summary

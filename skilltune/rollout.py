@@ -24,7 +24,7 @@ from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, Agen
 from skilltune.agents.process import interruptible_sleep
 from skilltune.cache import RolloutCache, rollout_key
 from skilltune.errors import ScoringError, SkilltuneError
-from skilltune.runfiles import Phase, RolloutFiles, RolloutRecord, RolloutStatus
+from skilltune.runfiles import FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
@@ -186,9 +186,11 @@ class RolloutRunner:
         infra_errors = 0
         harness_failures = 0
         stalls = 0
+        history: list[FailedAttempt] = []
         try:  # bad input, or the harness interrupted: no record, and no workspace left behind
             while True:
                 attempts += 1
+                a0 = time.monotonic()
                 if workspace is not None:
                     workspace.cleanup()
                 workspace = Workspace.create(safe_id(job.task.id), forbidden=[self.suite.root, self.out])
@@ -203,18 +205,21 @@ class RolloutRunner:
                     result = None
                     if harness_failures >= 2:
                         break
+                    history.append(_set_aside(folder, attempts, "crashed", crash, a0))
                     continue  # a failure of our own gets one more try, whatever the infra budget
                 if result.stalled:
                     stalls += 1
                     if stalls < 2:
+                        history.append(_set_aside(folder, attempts, result.status, result.reason, a0, result))
                         continue  # a stuck agent (killed with its group) is requeued once
                     crash = f"the agent stalled twice (no liveness): {result.reason}"
                     break
-                if result.status != "infra_error":
+                if result.status != "infra_error" or result.final:
                     break
                 infra_errors += 1
                 if infra_errors >= self.retry.max_attempts:
                     break
+                history.append(_set_aside(folder, attempts, result.status, result.reason, a0, result))
                 interruptible_sleep(self.retry.delay(infra_errors - 1, jitter))
         except BaseException:
             if workspace is not None:
@@ -222,7 +227,7 @@ class RolloutRunner:
             raise
         assert workspace is not None
         try:
-            return self._finish(job, folder, workspace, result, prompt, crash, attempts, started, t0)
+            return self._finish(job, folder, workspace, result, prompt, crash, attempts, history, started, t0)
         finally:
             workspace.cleanup()
 
@@ -258,6 +263,7 @@ class RolloutRunner:
         prompt: str,
         crash: str | None,
         attempts: int,
+        history: list[FailedAttempt],
         started: str,
         t0: float,
     ) -> RolloutRecord:
@@ -311,11 +317,44 @@ class RolloutRunner:
             turns=result.turns,
             wall_s=round(time.monotonic() - t0, 3),
             attempts=attempts,
+            attempt_history=history,
             started_at=started,
             files=RolloutFiles(score="score.json" if score is not None else None),
         )
         record.write(folder / "record.json")
         return record
+
+
+ATTEMPTS_DIR = "attempts"
+
+
+def _set_aside(
+    folder: Path,
+    attempt: int,
+    status: RolloutStatus,
+    reason: str | None,
+    t0: float,
+    result: AgentResult | None = None,
+) -> FailedAttempt:
+    """Keep a failed attempt that will be run again: its raw logs (what the backend wrote into the
+    record folder) and its events move to ``attempts/<k>/``, and the record will say how it ended."""
+    keep = folder / ATTEMPTS_DIR / str(attempt)
+    keep.mkdir(parents=True, exist_ok=True)
+    for path in list(folder.iterdir()):
+        if path.name != ATTEMPTS_DIR:
+            path.rename(keep / path.name)
+    events = None
+    if result is not None:
+        write_jsonl(keep / "events.jsonl", result.events)
+        events = f"{ATTEMPTS_DIR}/{attempt}/events.jsonl"
+    return FailedAttempt(
+        attempt=attempt,
+        status=status,
+        stalled=bool(result is not None and result.stalled),
+        reason=reason,
+        wall_s=round(time.monotonic() - t0, 3),
+        events=events,
+    )
 
 
 def _conversation(

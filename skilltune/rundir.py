@@ -15,7 +15,9 @@ from typing import Any
 from skilltune.errors import UsageError
 from skilltune.runfiles import (
     UNIT_FILES,
+    AuditFile,
     Comparison,
+    FindingsRecord,
     JournalEvent,
     RunConfigFile,
     SeedFile,
@@ -105,6 +107,9 @@ class RunDir:
         self.comparison = root / "comparison.json"
         self.final = root / "final"
         self.steps = root / "steps"
+        self.audit = root / "audit.json"
+        self.findings_md = root / "findings.md"
+        self.findings_record = root / "findings.json"
 
     def unit_dir(self, kind: str, index: int) -> Path:
         """steps/step_NNNN (step 0 holds the seed's baseline pass) or steps/epoch_NNNN."""
@@ -127,6 +132,10 @@ class RunDir:
                 model.read(path)
         if self.comparison.is_file():
             Comparison.read(self.comparison)
+        if self.audit.is_file():
+            AuditFile.read(self.audit)
+        if self.findings_record.is_file():
+            FindingsRecord.read(self.findings_record)
 
     def lock(self) -> RunLock:
         return RunLock(self.root.parent / f".{self.root.name}.lock", guards=self.root)

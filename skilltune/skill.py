@@ -1,4 +1,4 @@
-"""Skills and candidates.
+"""Skills and candidates: a skill folder or instruction file as ``{path: text}`` with a content hash.
 
 A skill is a folder with ``SKILL.md`` (YAML front matter ``name`` and
 ``description``, then a markdown body) plus optional supporting files, or a

@@ -14,10 +14,11 @@ from pydantic import BaseModel
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.errors import SkilltuneError
 from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
+from skilltune.runfiles import RolloutRecord
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
 from skilltune.suite import SPLITS, Suite, load_suite
-from skilltune.workspace import audit_workspace
+from skilltune.workspace import audit_workspace, check_target
 
 # pip names whose import name differs
 IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml", "beautifulsoup4": "bs4", "scikit-learn": "sklearn"}
@@ -32,6 +33,7 @@ class SmokeCheck(BaseModel):
 
 class SmokeReport(BaseModel):
     checks: list[SmokeCheck]
+    infra_error: str | None = None  # set when every smoke rollout ended infra_error: the last one's reason
 
     @property
     def ok(self) -> bool:
@@ -102,20 +104,34 @@ def smoke(
     check(f"agent {agent}", status.installed, status.version or status.fix or "")
     if not status.installed:
         return SmokeReport(checks=checks)
+    try:
+        check_target(backend, options, suite.all_tasks(), [candidate], suite=suite)
+    except SkilltuneError as exc:
+        check(f"agent {agent} can run this suite and skill", False, str(exc))
+        return SmokeReport(checks=checks)
 
     records = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="skilltune-smoke-"))
+    ran: list[RolloutRecord] = []
     for split in SPLITS:
         if suite.has_split(split):
-            checks += _smoke_rollout(suite, candidate, backend, options, split, seed, records)
+            checks += _smoke_rollout(suite, candidate, backend, options, split, seed, records, ran)
     if out is None and all(c.ok for c in checks):
         shutil.rmtree(records, ignore_errors=True)
     else:
         check("records", True, f"the smoke rollouts are in {records}")
-    return SmokeReport(checks=checks)
+    infra = ran[-1].reason if ran and all(r.status == "infra_error" for r in ran) else None
+    return SmokeReport(checks=checks, infra_error=infra)
 
 
 def _smoke_rollout(
-    suite: Suite, candidate: Candidate, backend: Any, options: Any, split: str, seed: int, out: Path
+    suite: Suite,
+    candidate: Candidate,
+    backend: Any,
+    options: Any,
+    split: str,
+    seed: int,
+    out: Path,
+    ran: list[RolloutRecord],
 ) -> list[SmokeCheck]:
     task = suite.tasks(split)[0]
     leaks: list[str] = []
@@ -128,6 +144,7 @@ def _smoke_rollout(
     )
     job = RolloutJob(task=task, phase="eval", candidate=candidate, replicate=0, seed=seed)
     record = runner.run(job)
+    ran.append(record)
     folder = rollout_dir(out, job)
     label = f"{split} rollout {task.id}"
     results = [

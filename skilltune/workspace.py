@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pygit2
 
-from skilltune.agents.base import AgentBackend, Placement
+from skilltune.agents.base import AgentBackend, AgentOptions, Placement
 from skilltune.errors import UsageError
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
@@ -123,7 +124,6 @@ def git(
 class PlacedSkill:
     prompt: str
     system_prompt: str | None
-    paths: list[str]
 
 
 class Workspace:
@@ -212,6 +212,63 @@ def check_placement(candidate: Candidate | None, backend: AgentBackend, placemen
         )
 
 
+def placed_prompts(candidate: Candidate | None, placement: Placement, task_prompt: str) -> PlacedSkill:
+    """The prompt and system prompt the agent gets for ``placement`` (the skill's files aside)."""
+    if candidate is None:
+        return PlacedSkill(task_prompt, None)
+    if placement == "system":
+        return PlacedSkill(task_prompt, candidate.text)
+    if placement == "prepend":
+        return PlacedSkill(f"{candidate.text}\n\n---\n\n{task_prompt}", None)
+    return PlacedSkill(task_prompt, None)
+
+
+def check_target(
+    backend: AgentBackend,
+    options: AgentOptions,
+    tasks: Sequence[Task],
+    candidates: Sequence[Candidate | None] = (),
+    executor: str = "local",
+    suite: Suite | None = None,
+    preflight: bool = True,
+) -> None:
+    """Refuse, before anything is written, what the backend cannot run: its own preflight (a key, a
+    model), a skill or task it cannot take (a chat target and task files), or the Ray executor for a
+    backend whose rate limits hold within this process."""
+    if executor == "ray" and backend.runs_in_process:
+        raise UsageError(
+            f"--executor ray cannot run the {backend.name} target: its rate limits (max_concurrent, "
+            "requests_per_minute, tokens_per_minute) hold within one process and a chat call needs no "
+            "worker of its own; use --executor local with --workers N"
+        )
+    if preflight:
+        backend.preflight(options)
+    problems = [
+        f"skill {c.name}: {p}" for c in candidates if c is not None and (p := backend.skill_problem(c))
+    ]
+    for task in tasks:
+        problem = backend.task_problem(task)
+        if problem:
+            problems.append(f"{task_location(suite, task)}: task {task.id}: {problem}")
+    if problems:
+        shown = "\n".join(f"  {p}" for p in problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise UsageError(f"the {backend.name} agent cannot run this:\n{shown}{more}")
+
+
+def task_location(suite: Suite | None, task: Task) -> str:
+    """``<split>.jsonl:<line>`` of ``task`` in a folder suite (else the suite's source, or the split)."""
+    if suite is None:
+        return task.split or "task"
+    path = suite.root / f"{task.split}.jsonl"
+    if path.is_file() and suite.kind == "jsonl":
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            with contextlib.suppress(ValueError):
+                if line.strip() and json.loads(line).get("id") == task.id:
+                    return f"{path}:{number}"
+    return str(suite.source)
+
+
 def place_skill(
     candidate: Candidate | None,
     workspace: Path,
@@ -220,10 +277,7 @@ def place_skill(
     task_prompt: str,
 ) -> PlacedSkill:
     """Put the skill where ``placement`` says; return the prompt and system prompt to give the agent."""
-    if candidate is None:
-        return PlacedSkill(task_prompt, None, [])
-    paths: list[str] = []
-    if candidate.kind == "folder":
+    if candidate is not None and candidate.kind == "folder":
         if placement == "native" or len(candidate.files) > 1:
             # Supporting files are installed natively in every mode so the skill's links resolve.
             folder = backend.native_skill_dir(candidate.name)
@@ -231,16 +285,10 @@ def place_skill(
                 target = workspace / folder / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
-                paths.append(f"{folder}/{rel}")
-    elif placement == "native":
+    elif candidate is not None and placement == "native":
         check_placement(candidate, backend, placement)
         (workspace / candidate.main).write_text(candidate.text, encoding="utf-8")
-        paths.append(candidate.main)
-    if placement == "system":
-        return PlacedSkill(task_prompt, candidate.text, paths)
-    if placement == "prepend":
-        return PlacedSkill(f"{candidate.text}\n\n---\n\n{task_prompt}", None, paths)
-    return PlacedSkill(task_prompt, None, paths)
+    return placed_prompts(candidate, placement, task_prompt)
 
 
 def audit_workspace(workspace: Path, suite: Suite, task: Task) -> list[str]:

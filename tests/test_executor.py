@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +21,7 @@ import pytest
 from skilltune.agents import AGENTS, AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend
 from skilltune.agents.process import _LIVE, ProcessOutcome, reap_orphans
+from skilltune.errors import InfraFailure
 from skilltune.evaluate import evaluate
 from skilltune.rollout import RetryPolicy
 from tests.helpers import write_suite
@@ -80,17 +83,79 @@ def _alive(marker: str) -> bool:
     return subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False).returncode == 0
 
 
+def _wait_until_gone(marker: str, seconds: float = 10.0) -> None:
+    """Fail unless every process tagged ``marker`` is gone within ``seconds`` (a kill lands asynchronously;
+    a survivor sleeps 300 s, so waiting a little longer tells the two apart on any machine)."""
+    deadline = time.monotonic() + seconds
+    while _alive(marker):
+        if time.monotonic() > deadline:
+            pytest.fail(f"a process tagged {marker} survived")
+        time.sleep(0.05)
+
+
+def _children(stand_in: type[StandInAgent]) -> list[int]:
+    """The pids of the children the stand-in agents have started so far (tests/stand_ins/agent.py)."""
+    path = Path(f"{stand_in.counter}.children")
+    return [int(pid) for pid in path.read_text().split()] if path.is_file() else []
+
+
+def _running(pids: list[int]) -> bool:
+    try:
+        for pid in pids:
+            os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _main_thread_in(function: str) -> bool:
+    """Whether the main thread is inside a call of ``function`` (by name) right now."""
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@dataclass
+class CtrlC:
+    condition_held: bool = False
+    sent_at: float | None = None
+
+
 @contextlib.contextmanager
-def ctrl_c_after(seconds: float) -> Iterator[None]:
-    """A SIGINT to the main thread (as a Ctrl-C) ``seconds`` from now, unless the block ended first."""
+def ctrl_c_when(condition: Callable[[], bool], within: float = 60.0) -> Iterator[CtrlC]:
+    """A SIGINT to the main thread (as a Ctrl-C) as soon as ``condition()`` holds, unless the block ended
+    first. If it does not hold within ``within`` seconds the SIGINT is sent anyway (the block must not hang)
+    and ``condition_held`` stays False: the test then fails on it rather than pass without having
+    interrupted what it names."""
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
+    state = CtrlC()
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def watch() -> None:
+        deadline = time.monotonic() + within
+        while not done.is_set():
+            held = condition()
+            if held or time.monotonic() > deadline:
+                with lock:
+                    if not done.is_set():
+                        state.condition_held, state.sent_at = held, time.monotonic()
+                        signal.pthread_kill(main, signal.SIGINT)
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
-        yield
+        yield state
     finally:
-        timer.cancel()
+        with lock:
+            done.set()
+        watcher.join()
 
 
 def _record(out: Path) -> dict[str, Any]:
@@ -107,16 +172,16 @@ def test_a_stuck_agent_is_killed_with_its_group_and_requeued_once(
         None,
         agent="stand-in",
         out=out,
-        agent_options={"stall_s": 1.0, "wall_limit_s": 60},
+        agent_options={"stall_s": 2.0, "wall_limit_s": 60},
     )
     record = _record(out)
     assert record["status"] == "crashed"
     assert "stalled twice" in record["reason"]
     assert record["attempts"] == 2
     assert stand_in.counter.read_text().split() == ["hang", "hang"]  # requeued exactly once
+    assert len(_children(stand_in)) == 2, "the stand-in was killed before it started its child"
     assert record["score"] is None
-    time.sleep(0.2)
-    assert not _alive(stand_in.marker), "a child of the stuck agent survived"
+    _wait_until_gone(stand_in.marker)  # no child of the stuck agent survived
 
 
 def test_a_timeout_kills_the_group_and_is_scored_as_it_stands(
@@ -128,14 +193,14 @@ def test_a_timeout_kills_the_group_and_is_scored_as_it_stands(
         None,
         agent="stand-in",
         out=out,
-        agent_options={"stall_s": 30.0, "wall_limit_s": 1.5},
+        agent_options={"stall_s": 30.0, "wall_limit_s": 3.0},
     )
     record = _record(out)
-    assert record["status"] == "timeout"
+    assert record["status"] == "timeout"  # not an infra error: the agent's first turn came before the limit
     assert record["score"] is not None and record["score"]["hard"] == 0  # scored as it stands: no hello.txt
     assert record["attempts"] == 1
-    time.sleep(0.2)
-    assert not _alive(stand_in.marker)
+    assert len(_children(stand_in)) == 1
+    _wait_until_gone(stand_in.marker)
 
 
 def test_cache_hits_skip_work(tmp_path: Path, stand_in: type[StandInAgent]) -> None:
@@ -167,7 +232,8 @@ def test_infra_errors_and_crashes_are_never_cached(tmp_path: Path) -> None:
     )
     cache = tmp_path / "cache"
     no_wait = RetryPolicy(max_attempts=1, base_s=0, cap_s=0)
-    evaluate(suite, None, out=tmp_path / "a", cache=cache, retry=no_wait)
+    with pytest.raises(InfraFailure):  # every rollout ended infra_error: exit 3, the records kept
+        evaluate(suite, None, out=tmp_path / "a", cache=cache, retry=no_wait)
     assert not list(cache.rglob("record.json"))
 
 
@@ -185,25 +251,31 @@ def test_reap_orphans_kills_registered_groups() -> None:
 def test_an_interrupt_kills_running_agents_at_once_and_leaves_no_record(
     tmp_path: Path, stand_in: type[StandInAgent]
 ) -> None:
-    """Ctrl-C during a batch: the running agents die now (not at their 60 s wall limit), no rollout is
-    recorded as a failure of any kind, and the next batch runs normally."""
+    """Ctrl-C while two agents run (both have started their children): they die now (not at their 60 s
+    wall limit), no rollout is recorded as a failure of any kind, and the next batch runs normally."""
     tasks = [
         {"id": f"t{i}", "prompt": "p", "stand_in": "busy", "scoring": {"mode": "command", "command": "true"}}
         for i in range(4)
     ]
     suite = write_suite(tmp_path / "suite", [dict(tasks[0], id="train-t")], tasks)
     out = tmp_path / "out"
-    t0 = time.monotonic()
-    with ctrl_c_after(2.0), pytest.raises(KeyboardInterrupt):
+
+    def both_running() -> bool:
+        return len(_children(stand_in)) == 2 and _running(_children(stand_in))
+
+    with pytest.raises(KeyboardInterrupt), ctrl_c_when(both_running) as ctrl_c:
         evaluate(suite, None, agent="stand-in", out=out, workers=2, agent_options={"wall_limit_s": 60})
-    assert time.monotonic() - t0 < 30, "the interrupt waited for the agents' wall limit"
-    time.sleep(0.2)
-    assert not _alive(stand_in.marker), "an agent survived the interrupt"
+    assert ctrl_c.condition_held, "the two agents were not both running within 60 s"
+    assert ctrl_c.sent_at is not None and time.monotonic() - ctrl_c.sent_at < 30, (
+        "the interrupt waited for the agents' wall limit"
+    )
+    _wait_until_gone(stand_in.marker)  # no agent survived the interrupt
     assert not list(out.rglob("record.json"))  # neither a task failure nor an infra error
     assert stand_in.counter.read_text().split() == ["busy", "busy"]  # the queued ones never started
-    again = evaluate(suite, None, agent="stand-in", out=tmp_path / "again", workers=2,
-                     agent_options={"wall_limit_s": 1.0})  # fmt: skip
-    assert again.n_rollouts == 4
+    fine = [dict(task, stand_in="ok") for task in tasks]
+    again = evaluate(write_suite(tmp_path / "fine", [dict(fine[0], id="train-t")], fine), None, agent="stand-in",
+                     out=tmp_path / "again", workers=2)  # fmt: skip
+    assert again.n_rollouts == 4 and again.hard_acc == 1.0
 
 
 def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
@@ -232,12 +304,17 @@ def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
     batch = LocalExecutor(2).map(jobs, runner)
     first = next(batch)
     assert first.task_id == "fast"
-    t0 = time.monotonic()
-    with ctrl_c_after(1.0), pytest.raises(KeyboardInterrupt):
-        batch.close()  # waits for "slow", which only its 60 s wall limit would end
-    assert time.monotonic() - t0 < 30, "the second interrupt waited for the agent's wall limit"
-    time.sleep(0.2)
-    assert not _alive(stand_in.marker), "an agent survived the interrupt"
+
+    def draining() -> bool:  # close() waits for "slow", which only its 60 s wall limit would end
+        return len(_children(stand_in)) == 1 and _running(_children(stand_in)) and _main_thread_in("_drain")
+
+    with pytest.raises(KeyboardInterrupt), ctrl_c_when(draining) as ctrl_c:
+        batch.close()
+    assert ctrl_c.condition_held, "close() was not waiting for the running slow agent within 60 s"
+    assert ctrl_c.sent_at is not None and time.monotonic() - ctrl_c.sent_at < 30, (
+        "the second interrupt waited for the agent's wall limit"
+    )
+    _wait_until_gone(stand_in.marker)  # no agent survived the interrupt
     records = sorted(p.parent.name for p in (tmp_path / "out").rglob("record.json"))
     assert records == ["fast_r0"], records
     assert sorted(stand_in.counter.read_text().split()) == ["busy", "ok"]  # not restarted after the kill

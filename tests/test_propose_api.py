@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +17,9 @@ import pytest
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
 from skilltune.suite import load_suite
-from skilltune.train import train
+from skilltune.train import resume, train
 from tests.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, prompt_of
+from tests.fakeserver import Failure, FakeModelServer, Reply
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
 POOL = load_suite(MOCK_SUITE).config.model_extra["proposer_pool"]  # type: ignore[index]
@@ -47,6 +53,7 @@ def _train(tmp_path: Path, server: FakeOpenAI, tag: str, **settings: Any) -> Any
         "model": "gpt-test",
         "base_url": server.base_url,
         "api_key_env": "FAKE_API_KEY",
+        "stream": False,  # this fake answers in one JSON object (a streamed request would be sent twice)
     }
     options.update(settings.pop("proposer_options", {}))
     return train(
@@ -159,3 +166,38 @@ def test_missing_key_or_model_is_bad_input(tmp_path: Path, monkeypatch: pytest.M
             _train(tmp_path, server, "role", max_steps=1, proposer_options={"roles": {"poet": "x"}})
     assert not server.requests
     assert not list(tmp_path.iterdir())
+
+
+def test_a_first_ctrl_c_ends_a_proposer_call_at_once_and_the_run_resumes(tmp_path: Path) -> None:
+    """The endpoint hangs for ten minutes on the analyst's call; a first Ctrl-C ends the call at once
+    (the connection is closed), the run ends ``stopped``, and resume finishes it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    hang = Failure(hang_s=600)
+    side = lambda request: Reply(text=analyst(request.body))  # noqa: E731
+    with FakeModelServer(side, [hang], side=side, failures_for="all") as server:
+        options = [f"base_url={server.url}/v1", "model=gpt-test", "timeout_s=600", "wall_limit_s=600"]
+        argv = [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
+                "--agent", "mock", "--proposer", "api", "--tag", "stop", "--runs-dir", str(tmp_path),
+                "--max-steps", "2", "--seed", "1", "-q"]  # fmt: skip
+        for option in options:
+            argv += ["--proposer-opt", option]
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not server.requests:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "the analyst's call never reached the server"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)  # the call hangs for 600 s: only the stop ends it
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert not server.release.is_set() and len(server.requests) == 1  # still hanging when the run ended
+        assert proc.returncode == 0, err
+        run = tmp_path / "stop"
+        assert (run / "TERMINAL").read_text().startswith("stopped:")
+        assert not (run / "steps" / "step_0001" / "reflections.json").exists()
+        result = resume(run, reporter=PlainReporter(quiet=True))  # the endpoint answers now
+    assert result.state in ("success", "no-progress"), result.reason
+    assert (run / "steps" / "step_0001" / "reflections.json").is_file()

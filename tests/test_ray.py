@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,3 +126,98 @@ def test_a_worker_that_dies_is_requeued_once_then_recorded_as_crashed(
     assert summary.contaminated and summary.statuses == {"crashed": 1}
     after = evaluate(MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "after", executor=ray_executor)
     assert after.n_scored == after.n_rollouts  # the executor still works
+
+
+def test_closing_early_keeps_the_rollouts_already_running(tmp_path: Path, ray_executor: RayExecutor) -> None:
+    """As with local workers: a consumer that stops after the first record (a decided gate) gets the
+    rollouts Ray was already running written to disk, and nothing more is started."""
+    from skilltune.agents import get_backend
+    from skilltune.agents.mock import MockOptions
+    from skilltune.rollout import RolloutRunner, jobs_for
+    from skilltune.suite import load_suite
+
+    suite = load_suite(MOCK_SUITE)
+    runner = RolloutRunner(
+        suite=suite, backend=get_backend("mock"), options=MockOptions(sleep_s=0.5), out=tmp_path / "out"
+    )
+    jobs = jobs_for(suite.tasks("val")[:6], load_skill(MOCK_SKILL), "eval", 1, 0)
+    batch = ray_executor.map(jobs, runner)
+    first = next(batch)
+    batch.close()
+    records = sorted((tmp_path / "out").glob("rollouts/eval/*/*/record.json"))
+    assert len(records) == ray_executor.workers == 2  # the first, and the one still running when it came
+    assert first.task_id in {json.loads(p.read_text())["task_id"] for p in records}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_joining_a_cluster_started_with_ray_start_with_token_authentication(tmp_path: Path) -> None:
+    """What a user does: `ray start --head` (token authentication on, Ray 2.60's default when a token
+    exists), then `--executor ray --ray-address HOST:PORT`. Without a token the join is refused with
+    what to set; with the head's token it runs (skilltune turns RAY_AUTH_MODE=token on)."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    ray_bin = Path(sys.executable).parent / "ray"
+    home = tmp_path / "home"
+    home.mkdir()
+    scratch = Path(tempfile.mkdtemp(prefix="st-ray-", dir="/tmp"))  # short: Ray's socket paths are limited
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env = {**base, "HOME": str(home), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    subprocess.run([str(ray_bin), "get-auth-token", "--generate"], env=env, capture_output=True, check=True)
+    port = _free_port()
+    log = tmp_path / "ray-start.log"
+    with log.open("wb") as out:
+        head = subprocess.Popen(
+            [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
+             "--num-cpus", "2", "--include-dashboard", "false", "--disable-usage-stats",
+             "--temp-dir", str(scratch)],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while "Ray runtime started" not in log.read_text(errors="replace"):
+            assert head.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, "ray start did not come up in 240 s"
+            time.sleep(0.5)
+        assert "Token authentication is enabled" in log.read_text(errors="replace")
+
+        def run(home_dir: Path, out: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "skilltune.cli", "run", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
+                 "--agent", "mock", "--split", "val", "--executor", "ray",
+                 "--ray-address", f"127.0.0.1:{port}", "--out", str(tmp_path / out), "-q"],
+                env={**env, "HOME": str(home_dir)}, capture_output=True, text=True, timeout=600, check=False,
+            )  # fmt: skip
+
+        stranger = tmp_path / "stranger"
+        stranger.mkdir()
+        refused = run(stranger, "refused")
+        assert refused.returncode == 2, refused.stderr
+        assert "could not join the Ray cluster" in refused.stderr and "RAY_AUTH_MODE=token" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        joined = run(home, "joined")
+        assert joined.returncode == 0, joined.stderr
+        assert len(list((tmp_path / "joined").glob("rollouts/eval/*/*/record.json"))) == 16
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            subprocess.run(["pkill", "-9", "-f", str(scratch)], check=False)
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=30)
+        subprocess.run(["pkill", "-9", "-f", str(scratch)], check=False)  # what ray start left behind
+        shutil.rmtree(scratch, ignore_errors=True)

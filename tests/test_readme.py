@@ -33,6 +33,15 @@ def _commands() -> list[str]:
     ]
 
 
+def _train_first(args: list[str], tmp_path: Path) -> list[str]:
+    """A command reading ``runs/TAG`` (audit, promote, report, status) after the README's train command for TAG."""
+    tag = Path(args[1]).name
+    (train,) = [c for c in _commands() if c.startswith("skilltune train ") and f"--tag {tag} " in f"{c} "]
+    trained = CliRunner().invoke(app, [*shlex.split(train)[1:], "--runs-dir", str(tmp_path), "--quiet"])
+    assert trained.exit_code == 0, trained.output
+    return [args[0], str(tmp_path / tag), *args[2:]]
+
+
 @pytest.mark.parametrize("command", _commands())
 def test_readme_command_runs(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
@@ -41,6 +50,8 @@ def test_readme_command_runs(command: str, tmp_path: Path, monkeypatch: pytest.M
         args[args.index("--out") + 1] = str(tmp_path / "out")
     if args[0] == "train":
         args += ["--runs-dir", str(tmp_path), "--quiet"]
+    if args[0] in ("audit", "promote", "report", "status"):  # they read a run the README trains
+        args = _train_first(args, tmp_path)
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, f"{command}\n{result.output}"
 

@@ -18,10 +18,15 @@ from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
+    AuditFile,
+    FindingsRecord,
     NewerRunFileError,
     OldRunFileError,
+    ReflectionsFile,
     RolloutRecord,
+    RunConfigFile,
     SessionStart,
+    SlowUpdateFile,
     UnitRecord,
     Verdict,
     parse_event,
@@ -141,20 +146,21 @@ def test_migrations_of_schema_1() -> None:
         )
 
 
-def test_gate_json_of_schema_2_migrates_to_the_task_level_verdict() -> None:
-    """Schema 3 added the task-level test's fields; a schema-2 verdict (the per-replicate t test) is
-    read as what it was, never re-decided."""
+def test_gate_json_of_schema_4_migrates_to_the_task_level_verdict() -> None:
+    """Schema 5 added the task-level test's fields; a schema-4 verdict (the per-replicate t test) is
+    read as what it was, never re-decided; a newer one is refused."""
     rounds = [{"index": 0, "replicates": 1, "candidate": 0.6, "incumbent": 0.4, "n_pairs": 20, "rollouts": 40,
                "statistic": {"alpha": 0.016, "n": 20, "t": 3.1, "bound_t": 2.9, "upper": 0.3}}]  # fmt: skip
-    old = {"schema_version": 2, "decision": "accept", "reason": "gain +0.200 crossed the bound", "metric": "mixed",
+    old = {"schema_version": 4, "decision": "accept", "reason": "gain +0.200 crossed the bound", "metric": "mixed",
            "val_candidate": 0.6, "val_incumbent": 0.4, "rounds": rounds, "rollouts": 40, "alpha": 0.016}  # fmt: skip
     verdict = Verdict.parse(old, "gate.json")
-    assert verdict.schema_version == SCHEMA_VERSION == 3
+    assert verdict.schema_version == SCHEMA_VERSION == 5
     assert verdict.test == "replicate-t" and verdict.accept and verdict.alpha == 0.016
     assert verdict.reused == 0 and verdict.prefetched == 0 and verdict.rounds[0].pairs == []
     one_pass = old | {"rounds": [rounds[0] | {"statistic": {"mean_diff": 0.2}}]}
     assert Verdict.parse(one_pass, "gate.json").test is None
-    assert Verdict.parse(old | {"schema_version": 1}, "gate.json").test == "replicate-t"
+    for older in (1, 2, 3):  # gate.json kept its shape from schema 1 to 4: each migrates the same way
+        assert Verdict.parse(old | {"schema_version": older}, "gate.json").test == "replicate-t"
     with pytest.raises(NewerRunFileError):
         Verdict.parse(old | {"schema_version": SCHEMA_VERSION + 1}, "gate.json")
 
@@ -196,3 +202,71 @@ def test_a_new_run_writes_every_file_at_the_current_version(tmp_path: Path) -> N
     assert versions == {SCHEMA_VERSION}
     lines = [json.loads(line) for line in run.journal_path.read_text().splitlines()]
     assert {line["schema_version"] for line in lines} == {SCHEMA_VERSION}
+
+
+def test_schema_3_audit_findings_and_the_findings_setting(tmp_path: Path) -> None:
+    # config.json of schema 2 had no `findings`: it reads with none
+    raw2 = {
+        "schema_version": 2, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c",
+    }  # fmt: skip
+    stored = RunConfigFile.parse(raw2, "config.json")
+    assert stored.schema_version == SCHEMA_VERSION and stored.findings is None
+    # audit.json and findings.json first exist in schema 3: a file claiming an older version was not
+    # written by skilltune, and is refused with what to do
+    audit2 = {"schema_version": 2, "clean": True, "checks": ["leak"]}
+    with pytest.raises(
+        OldRunFileError,
+        match=r"audit\.json claims a run schema from before audit\.json existed: delete it and run `skilltune audit",
+    ):
+        AuditFile.parse(audit2, "audit.json")
+    with pytest.raises(OldRunFileError, match=r"findings\.json claims a run schema from before"):
+        FindingsRecord.parse({"schema_version": 2, "run_id": "x"}, "findings.json")
+    assert AuditFile.parse(audit2 | {"schema_version": 3}, "audit.json").clean
+    # a newer audit.json in a run stops a resume before anything is written
+    run = _schema1_run(tmp_path)
+    run.audit.write_text(json.dumps(audit2 | {"schema_version": SCHEMA_VERSION + 1}))
+    before = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    with pytest.raises(NewerRunFileError, match=r"audit\.json was written by a newer skilltune"):
+        resume(run.root, budget_rollouts=5000, **_quiet())
+    after = {p: p.read_bytes() for p in run.root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+
+
+def test_records_of_schema_2_migrate_without_attempt_history_and_calls_without_cost() -> None:
+    raw = {"schema_version": 2, "task_id": "t", "split": "val", "phase": "gate", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h",
+           "status": "ok", "wall_s": 0.1, "attempts": 3, "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    assert "attempt_history" not in raw
+    record = RolloutRecord.parse(raw, "record.json")
+    assert record.schema_version == SCHEMA_VERSION and record.attempts == 3 and record.attempt_history == []
+    call = {"role": "analyst", "model": "m", "prompt": "p", "response": "r", "tokens_in": 1, "tokens_out": 2}
+    reflections = ReflectionsFile.parse(
+        {"schema_version": 2, "edits": [], "calls": [call]}, "reflections.json"
+    )
+    assert reflections.calls[0].cost_usd is None and reflections.calls[0].notes == []
+    slow = SlowUpdateFile.parse({"schema_version": 2, "guidance": "g", "calls": [call]}, "slow_update.json")
+    assert slow.calls[0].tokens_out == 2 and slow.calls[0].cost_usd is None
+    with pytest.raises(NewerRunFileError):
+        RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")
+
+
+def test_a_retried_rollout_keeps_each_failed_attempt(tmp_path: Path) -> None:
+    """Two scripted infra errors, then a success: the record says how each failed attempt ended, and
+    their events lie in the record folder."""
+    from skilltune.evaluate import evaluate
+    from skilltune.rollout import RetryPolicy
+    from tests.helpers import rule_task, write_suite
+
+    task = rule_task("flaky", ["r1"], mock_infra_errors=2)
+    suite = write_suite(tmp_path / "suite", [task], [task | {"id": "flaky-val"}])
+    evaluate(suite, None, out=tmp_path / "out", retry=RetryPolicy(max_attempts=4, base_s=0, cap_s=0))
+    (path,) = (tmp_path / "out").glob("rollouts/eval/*/*/record.json")
+    record = RolloutRecord.read(path)
+    assert record.status == "ok" and record.attempts == 3 and record.score is not None
+    assert [(a.attempt, a.status, a.stalled) for a in record.attempt_history] == [
+        (1, "infra_error", False),
+        (2, "infra_error", False),
+    ]
+    assert all("scripted infra error" in (a.reason or "") for a in record.attempt_history)
+    for attempt in record.attempt_history:
+        assert attempt.events is not None and (path.parent / attempt.events).is_file()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ from typer.testing import CliRunner
 from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.rundir import RESULTS_HEADER, RunDir
-from skilltune.runfiles import SessionStart, StageDone
+from skilltune.runfiles import StageDone
 from skilltune.skill import load_skill
 from skilltune.train import resume, train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, NULL_SUITE, REPO
@@ -125,14 +128,55 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "skilltune.cli", *args]
 
 
+KILL_SLEEP_S = 0.03  # the mock agent's latency per rollout: a floor under the run's length
+KILL_WORKERS = 2
+KILLS = 6
+
+
+def _journal(run: RunDir) -> list[dict[str, Any]]:
+    """journal.jsonl's complete lines as written (a line torn by a kill is left out)."""
+    if not run.journal_path.is_file():
+        return []
+    rows = []
+    for line in run.journal_path.read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            rows.append(json.loads(line))
+    return rows
+
+
+def _session_started(
+    run: RunDir, nth: int, proc: subprocess.Popen[bytes], deadline: float, log: Path
+) -> None:
+    """Wait until the journal shows the ``nth`` session_start, written by ``proc``; fail clearly if it never
+    does."""
+
+    def started() -> bool:
+        starts = [e for e in _journal(run) if e["event"] == "session_start"]
+        return len(starts) >= nth and starts[nth - 1].get("pid") == proc.pid
+
+    while not started():
+        if proc.poll() is not None:
+            pytest.fail(f"the session ended (rc {proc.returncode}) before session_start:\n{log.read_text()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no session_start of pid {proc.pid} in {run.journal_path} before the deadline")
+        time.sleep(0.01)
+
+
 def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) -> None:
-    """>= 10 SIGKILLs at random moments; each time resume; the end equals an uninterrupted run."""
+    """SIGKILL each session at a seeded random moment after the journal shows it started (so every kill
+    interrupts a live session, however slow the machine), resume, and again; the end equals an
+    uninterrupted run's.
+
+    Why the run cannot end before the last kill: each rollout of the mock sleeps KILL_SLEEP_S, so the
+    sessions together last at least rollouts * KILL_SLEEP_S / KILL_WORKERS seconds (a slower machine
+    only adds to it), and the killed sessions together last less than that."""
     env = dict(os.environ, SKILLTUNE_WORKSPACES=str(tmp_path / "ws"))
     args = [
         "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "mock", "--proposer", "mock",
-        "--max-steps", "6", "--epoch-steps", "3", "--seed", "3", "--workers", "2", "--quiet",
-        "--agent-opt", "sleep_s=0.03",
+        "--max-steps", "6", "--epoch-steps", "3", "--seed", "3", "--workers", str(KILL_WORKERS), "--quiet",
+        "--agent-opt", f"sleep_s={KILL_SLEEP_S}",
     ]  # fmt: skip
+    deadline = time.monotonic() + 240  # every wait below is bounded by it (pytest's own limit is 300 s)
     ref = subprocess.run(
         _cli(*args, "--tag", "ref", "--runs-dir", str(tmp_path / "a")),
         env=env,
@@ -140,40 +184,59 @@ def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) ->
         capture_output=True,
         text=True,
         cwd=REPO,
+        timeout=180,
     )
     assert ref.returncode == 0, ref.stderr
-    run = RunDir(tmp_path / "b" / "killed")
+    reference = RunDir(tmp_path / "a" / "ref")
+    floor_s = len(list(reference.root.rglob("record.json"))) * KILL_SLEEP_S / KILL_WORKERS
     rng = random.Random(20261129)
+    delays = [rng.uniform(0.1, 0.7) for _ in range(KILLS)]
+    # each killed session lasts its delay plus the latency of polling and signalling (0.1 s allowed; a
+    # machine slow enough to take longer slows the sessions' own work as much): well under the floor
+    assert sum(delays) + 0.1 * KILLS < 0.75 * floor_s, (delays, floor_s)
+
+    run = RunDir(tmp_path / "b" / "killed")
+    log = tmp_path / "session.log"
     kills = 0
-    while run.terminal() is None:
-        resuming = run.config.is_file()
+    while True:
         cmd = (
             _cli("resume", str(run.root), "--quiet")
-            if resuming
+            if run.config.is_file()
             else _cli(*args, "--tag", "killed", "--runs-dir", str(tmp_path / "b"))
         )
-        proc = subprocess.Popen(
-            cmd, env=env, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        with log.open("wb") as err:
+            proc = subprocess.Popen(
+                cmd, env=env, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=err
+            )
         try:
-            proc.wait(timeout=rng.uniform(0.6, 1.6) if kills < 12 else 300)
-        except subprocess.TimeoutExpired:
+            _session_started(run, kills + 1, proc, deadline, log)
+            if kills == KILLS:
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+                assert proc.returncode == 0, log.read_text()
+                break
+            time.sleep(delays[kills])
+            assert proc.poll() is None, f"session {kills + 1} ended before its kill:\n{log.read_text()}"
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.wait(timeout=30)
+            assert proc.returncode == -signal.SIGKILL
             kills += 1
-            continue
-        assert proc.stderr is not None
-        assert proc.returncode == 0, proc.stderr.read().decode()
-    reference = RunDir(tmp_path / "a" / "ref")
-    assert kills >= 10
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"a session did not end in time:\n{log.read_text()}")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    events = _journal(run)
+    starts = [e for e in events if e["event"] == "session_start"]
+    ends = [e for e in events if e["event"] == "session_end"]
+    assert len(starts) == KILLS + 1 >= 5, [e["event"] for e in events]  # every kill interrupted a session
+    assert len(ends) == 1  # SIGKILL writes nothing: only the last session ended on its own
     assert run.results.read_text() == reference.results.read_text()
     assert load_skill(run.best_dir).hash == load_skill(reference.best_dir).hash
     assert run.terminal() == reference.terminal()
     ours = json.loads(run.comparison.read_text())
     theirs = json.loads(reference.comparison.read_text())
     assert ours["arms"] == theirs["arms"] and ours["pairs"] == theirs["pairs"]
-    sessions = [e for e in run.read_journal() if isinstance(e, SessionStart)]
-    assert len(sessions) >= 2  # it really was interrupted and resumed
     # decisions shared the incumbent's rollouts and ran some ahead, so resuming did not change those
     verdicts = [json.loads(p.read_text()) for p in sorted(run.steps.glob("*/gate.json"))]
     assert sum(v["reused"] for v in verdicts) > 0 and sum(v["prefetched"] for v in verdicts) > 0
@@ -271,36 +334,63 @@ def test_stop_file_ends_stopped_and_resume_continues(tmp_path: Path) -> None:
     assert (tmp_path / "s" / "results.tsv").read_text() == (tmp_path / "u" / "results.tsv").read_text()
 
 
+def _pids(marker: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def _wait_for(condition: Any, seconds: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail saying ``what`` did not happen within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {seconds:g} s")
+        time.sleep(0.05)
+
+
 def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None:
     """The first Ctrl-C asks for a stop after the running rollouts (and says so); the second kills the
-    agents (each would take 30 s), leaves no record of them, writes TERMINAL and exits 130."""
+    agents (each would sleep 300 s), leaves no record of them, writes TERMINAL and exits 130.
+
+    Each Ctrl-C waits for what it acts on: the first for both agents to be running (their processes,
+    which carry a marker), the second for the first's message."""
+    marker = f"skilltune-test-slow-{uuid.uuid4().hex}"
     agent = tmp_path / "slow-agent"
-    marker = f"skilltune-test-slow-{os.getpid()}"
     agent.write_text(
         "#!/bin/sh\n"
         '[ "$1" = --version ] && echo 1.0.0 && exit 0\n'
         'echo \'{"type":"system","subtype":"init","model":"m"}\'\n'
-        f"exec sleep 30 # {marker}\n"
+        f"exec {sys.executable} -c 'import time; time.sleep(300)' {marker}\n"
     )
     agent.chmod(0o755)
     args = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "claude", "--agent-opt",
             f"executable={agent}", "--proposer", "mock", "--tag", "c", "--runs-dir", str(tmp_path / "runs"),
             "--max-steps", "1", "--workers", "2"]  # fmt: skip
     proc = subprocess.Popen(_cli(*args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "runs" / "c").glob("steps/*/rollouts/*/*/*")) and time.monotonic() < deadline:
-        time.sleep(0.2)  # until rollouts are running
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=25)  # well before the agents' 30 s
-    assert proc.returncode == 130, output
-    assert "Ctrl-C again to stop at once" in output and "skilltune resume" in output
-    assert (tmp_path / "runs" / "c" / "TERMINAL").read_text().startswith("stopped: interrupted")
-    assert not list((tmp_path / "runs" / "c").rglob("record.json"))
-    alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
-    assert alive.stdout.strip() == "", "an agent survived the second Ctrl-C"
+    lines: list[str] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    try:
+        _wait_for(lambda: len(_pids(marker)) == 2, 120, "both agents running")
+        proc.send_signal(signal.SIGINT)
+        _wait_for(lambda: "Ctrl-C again to stop at once" in "".join(lines), 60, "the first Ctrl-C's message")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)  # the agents would sleep 300 s: an exit now means they were not waited for
+        reader.join(timeout=30)
+        output = "".join(lines)
+        assert proc.returncode == 130, output
+        assert "skilltune resume" in output
+        assert (tmp_path / "runs" / "c" / "TERMINAL").read_text().startswith("stopped: interrupted")
+        assert not list((tmp_path / "runs" / "c").rglob("record.json"))
+        _wait_for(lambda: not _pids(marker), 10, "the end of the agents after the second Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _pids(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_every_way_of_resuming_refuses_a_changed_setting_and_takes_a_raised_budget(tmp_path: Path) -> None:
@@ -528,7 +618,6 @@ def test_secrets_are_redacted_in_config_json(tmp_path: Path) -> None:
         "api_key": REDACTED,
         "nested": {"auth_token": REDACTED, "model": "m"},
     }
-    started = time.monotonic()
     train(
         MOCK_SUITE,
         MOCK_SKILL,
@@ -538,4 +627,6 @@ def test_secrets_are_redacted_in_config_json(tmp_path: Path) -> None:
         proposer_options={"roles": {"author": "x"}},
         **_quiet(),
     )
-    assert time.monotonic() - started < 60
+    stored = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert stored["proposer_options"] == {"roles": {"author": "x"}}  # "author" is no auth secret
+    assert REDACTED not in json.dumps(stored)  # nothing redacted: resume needs nothing back

@@ -8,11 +8,14 @@ import subprocess
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from skilltune.suite.model import Task
+
+if TYPE_CHECKING:
+    from skilltune.skill import Candidate
 
 AgentStatus = Literal["ok", "task_failed", "timeout", "infra_error"]
 Placement = Literal["native", "system", "prepend"]
@@ -86,6 +89,7 @@ class AgentResult(BaseModel):
     turns: int | None = None
     output_file: Path | None = Field(default=None, exclude=True)
     stalled: bool = False  # the liveness check fired: the harness requeues the rollout once
+    final: bool = False  # an infra error no retry can help (a refused key, no such model): not run again
 
 
 class BackendCheck(BaseModel):
@@ -116,8 +120,32 @@ class AgentBackend(ABC):
     # the baseline or the diff. Everything else the agent leaves is, whatever a .gitignore says.
     workspace_noise: ClassVar[tuple[str, ...]] = ()
 
+    # True for a backend that starts no process (a direct chat target): its rate limits hold within
+    # this process, so the Ray executor refuses it.
+    runs_in_process: ClassVar[bool] = False
+
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"
+
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+        """Why this agent cannot take a skill placed so (a limit of its own; None when it can).
+
+        Declared per backend and checked before a candidate is gated, so a proposed edit that
+        crosses the limit is discarded with the reason instead of failing the run."""
+        return None
+
+    def preflight(self, options: AgentOptions) -> None:
+        """Raise UsageError for what would fail every rollout (a missing key or model); called before
+        anything is written."""
+        return
+
+    def task_problem(self, task: Task) -> str | None:
+        """Why this backend cannot run ``task`` (None: it can); reported before anything runs."""
+        return None
+
+    def skill_problem(self, candidate: Candidate) -> str | None:
+        """Why this backend cannot take ``candidate`` (None: it can)."""
+        return None
 
     def parse_options(self, raw: dict[str, Any]) -> AgentOptions:
         return self.Options.model_validate(raw)

@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from abc import abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,7 +48,7 @@ from skilltune.agents.home import UserFile, deep_merge, render_settings
 from skilltune.agents.prices import estimate_cost
 from skilltune.agents.process import ProcessOutcome, run_agent_process
 from skilltune.agents.transcript import parse_jsonl
-from skilltune.errors import UsageError
+from skilltune.errors import SkilltuneWarning, UsageError
 from skilltune.store import is_secret_key
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
@@ -148,6 +149,15 @@ class CLIBackend(AgentBackend):
         if self.tool_restriction is None:
             found.notes.append("tool restriction (agent option tools=...) is not supported by this CLI")
         return found
+
+    def ignored_env(self, options: AgentOptions) -> dict[str, str]:
+        """Variables the user set (for other backends) that this CLI ignores with ``options``:
+        variable -> what to set instead. ``preflight`` warns about each."""
+        return {}
+
+    def preflight(self, options: AgentOptions) -> None:
+        for variable, instead in self.ignored_env(options).items():
+            warnings.warn(f"{self.name} ignores ${variable}: {instead}", SkilltuneWarning, stacklevel=2)
 
     def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
         """The CLI's version number and those of its variables that choose what answers (model,

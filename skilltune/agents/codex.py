@@ -146,6 +146,13 @@ class CodexAgent(CLIBackend):
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"
 
+    def ignored_env(self, options: AgentOptions) -> dict[str, str]:
+        """codex reads its model from its own config, never OPENAI_MODEL (which qwen and opencode read):
+        without a model option it sends its default model to the endpoint."""
+        if os.environ.get("OPENAI_MODEL") and not options.model:
+            return {"OPENAI_MODEL": "codex takes its model from --agent-opt model=NAME"}
+        return {}
+
     def check(self) -> BackendCheck:
         found = AgentBackend.check(self)  # CLIBackend's generic tools note is said more precisely below
         base, key_var = user_endpoint()

@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from skilltune.agents.base import AgentRequest, AgentResult, Message
+from skilltune.agents.base import AgentOptions, AgentRequest, AgentResult, Message
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.home import UserFile
@@ -105,18 +105,24 @@ class CursorAgent(CLIBackend):
     def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
         return {"CURSOR_CONFIG_DIR": str(home / ".cursor"), "NO_OPEN_BROWSER": "1"}
 
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+        """cursor-agent takes its prompt only as one command-line argument."""
+        if not too_long_for_argv(prompt):
+            return None
+        return (
+            f"cursor: the prompt is {len(prompt.encode()):,} bytes; cursor-agent takes its prompt only as a "
+            f"command-line argument, and skilltune passes at most {ARG_BYTES:,} bytes that way (Linux allows "
+            "128 KiB per argument; cursor-agent documents no stdin or file input). Shorten the prompt (with "
+            "placement=prepend, place the skill natively instead), or use an agent that reads a long "
+            "prompt from stdin (claude, codex, copilot, gemini, opencode, qwen)."
+        )
+
     def command(self, request: AgentRequest, home: Path) -> list[str]:
         options = request.options
         assert isinstance(options, CursorOptions)
-        if too_long_for_argv(request.prompt):
-            size = len(request.prompt.encode())
-            raise UsageError(
-                f"cursor: the prompt is {size:,} bytes; cursor-agent takes its prompt only as a command-line "
-                f"argument, and skilltune passes at most {ARG_BYTES:,} bytes that way (Linux allows 128 KiB "
-                "per argument; cursor-agent documents no stdin or file input). Shorten the prompt (with "
-                "placement=prepend, place the skill natively instead), or use an agent that reads a long "
-                "prompt from stdin (claude, codex, copilot, gemini, opencode, qwen)."
-            )
+        problem = self.placement_problem(request.prompt, request.system_prompt, options)
+        if problem is not None:
+            raise UsageError(problem)
         argv = [self.binary(options), "-p", "--force", "--trust", "--output-format", "stream-json"]
         if options.model:
             argv += ["--model", options.model]

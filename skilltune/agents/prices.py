@@ -1,11 +1,15 @@
-"""Price estimates for CLIs that report tokens but no cost (USD per million tokens).
+"""Price estimates for agents and model calls that report tokens but no cost (USD per million tokens).
 
-Used only when a CLI reports no cost of its own; the record marks the figure
-``cost_estimated``. Prices change: this table is a rough guide, matched by the
-longest model-name prefix; an unknown model gets no estimate rather than a guess.
+Used only when no cost is reported (CLIs without one, every model call); the record marks
+the figure ``cost_estimated``. Prices change: this table is a rough guide, matched by the
+longest model-name prefix; an unknown model gets no estimate rather than a guess. Users
+override or extend it per run (the ``prices`` option of the direct targets and of
+``--proposer api``): their entries are matched first.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 # model-name prefix -> (input USD / Mtok, output USD / Mtok)
 PRICES: dict[str, tuple[float, float]] = {
@@ -29,13 +33,20 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
-def estimate_cost(model: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
-    """USD for this many tokens of ``model``, or None when the model or the counts are unknown."""
+def estimate_cost(
+    model: str | None,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    overrides: Mapping[str, tuple[float, float]] | None = None,
+) -> float | None:
+    """USD for this many tokens of ``model``, or None when the model or the counts are unknown.
+    ``overrides`` (model-name prefix -> prices) are matched before the built-in table."""
     if not model or tokens_in is None or tokens_out is None:
         return None
     name = model.lower().split("/")[-1]
-    matches = [prefix for prefix in PRICES if name.startswith(prefix)]
-    if not matches:
-        return None
-    price_in, price_out = PRICES[max(matches, key=len)]
-    return round((tokens_in * price_in + tokens_out * price_out) / 1_000_000, 6)
+    for table in ({k.lower(): v for k, v in (overrides or {}).items()}, PRICES):
+        matches = [prefix for prefix in table if name.startswith(prefix)]
+        if matches:
+            price_in, price_out = table[max(matches, key=len)]
+            return round((tokens_in * price_in + tokens_out * price_out) / 1_000_000, 6)
+    return None

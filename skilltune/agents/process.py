@@ -58,6 +58,11 @@ def clear_interrupt() -> None:
     _INTERRUPTED.clear()
 
 
+def interrupted() -> bool:
+    """Whether the harness is interrupting its rollouts (a backend with no process polls this)."""
+    return _INTERRUPTED.is_set()
+
+
 def interruptible_sleep(seconds: float) -> None:
     """Sleep (a retry's backoff), ending at once with RolloutInterrupted when the harness is interrupted."""
     if _INTERRUPTED.wait(seconds):

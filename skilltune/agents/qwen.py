@@ -202,17 +202,27 @@ class QwenAgent(CLIBackend):
             "model": {"generationConfig": generation},
         }
 
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+        """A system-placed skill too long for ``--append-system-prompt`` goes to a rule file, from which
+        qwen strips HTML comments: such a skill holding ``<!--`` would not reach the model as written."""
+        if options.placement != "system" or not system_prompt or not too_long_for_argv(system_prompt):
+            return None
+        if "<!--" not in system_prompt:
+            return None
+        return (
+            f"qwen: the system-placed skill is {len(system_prompt.encode()):,} bytes, too long for "
+            "--append-system-prompt (Linux allows 128 KiB per argument), so it would go to a qwen "
+            "rule file, from which qwen strips HTML comments (<!-- ... -->); remove them from the "
+            "skill, or use placement=native or prepend"
+        )
+
     def prepare_home(self, home: Path, request: AgentRequest) -> None:
         super().prepare_home(home, request)
         system = self.system_rule(request)
         if system is not None:
-            if "<!--" in system:
-                raise UsageError(
-                    f"qwen: the system-placed skill is {len(system.encode()):,} bytes, too long for "
-                    "--append-system-prompt (Linux allows 128 KiB per argument), so it would go to a qwen "
-                    "rule file, from which qwen strips HTML comments (<!-- ... -->); remove them from the "
-                    "skill, or use placement=native or prepend"
-                )
+            problem = self.placement_problem(request.prompt, system, request.options)
+            if problem is not None:
+                raise UsageError(problem)
             rule = self.qwen_home(home) / SYSTEM_RULE
             rule.parent.mkdir(parents=True, exist_ok=True)
             # the blank line keeps a front matter of the skill from being read as the rule's own

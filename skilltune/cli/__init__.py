@@ -10,10 +10,15 @@ ended ``blocked`` or ``crash`` (or skilltune itself failed).
 from __future__ import annotations
 
 from skilltune.cli.app import app
-from skilltune.cli import evaluate, train, compare
+from skilltune.cli import evaluate, train, compare, inspect, report
 
-__all__ = ["app", "compare", "evaluate", "main", "train"]
+__all__ = ["app", "compare", "evaluate", "inspect", "main", "report", "train"]
 
 
 def main() -> None:
+    import warnings
+
+    from skilltune.cli.app import show_warning
+
+    warnings.showwarning = show_warning
     app(prog_name="skilltune")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -30,6 +31,7 @@ app = typer.Typer(
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
+_show_other = warnings.showwarning
 
 
 def guarded(fn: F) -> F:
@@ -56,6 +58,18 @@ def guarded(fn: F) -> F:
             raise typer.Exit(3) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, *args: Any, **kwargs: Any
+) -> None:
+    """``warnings.showwarning`` of the CLI: a skilltune warning is one ``warning:`` line on stderr."""
+    from skilltune.errors import SkilltuneWarning
+
+    if issubclass(category, SkilltuneWarning):
+        err.print(f"[yellow]warning:[/yellow] {message}", markup=True)
+    else:
+        _show_other(message, category, filename, lineno, *args, **kwargs)
 
 
 def parse_agent_opts(pairs: list[str] | None) -> dict[str, Any]:

@@ -33,9 +33,14 @@ if TYPE_CHECKING:
     from skilltune.evaluate import EvalSummary
 
 
-@app.command(epilog="Example: skilltune validate examples/mock-demo/suite")
+@app.command(epilog="Example: skilltune validate examples/mock-demo/suite --agent openai")
 @guarded
-def validate(suite: SuiteArg) -> None:
+def validate(
+    suite: SuiteArg,
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Also check that this agent can run every task.")
+    ] = None,
+) -> None:
     """Check a suite and report every problem as file:line: message. Writes nothing."""
     from skilltune.suite import load_suite, validate_suite
 
@@ -46,6 +51,13 @@ def validate(suite: SuiteArg) -> None:
         err.print(f"{len(problems)} problem(s) in {suite}")
         raise typer.Exit(2)
     loaded = load_suite(suite)
+    if agent is not None:
+        from skilltune.agents import get_backend, parse_agent_options
+        from skilltune.workspace import check_target
+
+        backend = get_backend(agent)
+        options = parse_agent_options(backend, {})
+        check_target(backend, options, loaded.all_tasks(), suite=loaded, preflight=False)
     counts = ", ".join(f"{s} {len(t)}" for s, t in loaded.splits.items() if t)
     out.print(f"ok: {suite} ({loaded.kind} suite; tasks: {counts}; contract {loaded.contract_hash[:12]})")
 
@@ -167,6 +179,12 @@ def smoke(
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
         out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""), markup=True)
+    if report.infra_error is not None:  # nothing about the suite was learnt: the endpoint failed
+        err.print(
+            f"[red]error:[/red] every smoke rollout ended infra_error; the last error: {report.infra_error}",
+            markup=True,
+        )
+        raise typer.Exit(3)
     if not report.ok:
         raise typer.Exit(1)
 

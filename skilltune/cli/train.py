@@ -1,4 +1,4 @@
-"""train and resume."""
+"""The train and resume commands."""
 
 from __future__ import annotations
 
@@ -30,6 +30,12 @@ BudgetHoursOpt = Annotated[float | None, typer.Option(min=0.0, help="Most active
 WorkersOpt = Annotated[int | None, typer.Option(min=1, help="Rollouts in parallel (default 4).")]
 SuperviseOpt = Annotated[
     bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
+]
+FindingsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--findings", help="A findings file shared across runs: the finished run appends its entry once."
+    ),
 ]
 QuietOpt = Annotated[
     bool,
@@ -112,6 +118,12 @@ def _finish_run(result: TrainResult) -> None:
     )
     if result.comparison is not None:
         print_comparison(result.comparison)
+    if result.audit_findings:
+        out.print(
+            f"\n[yellow]warning:[/yellow] the audit found {result.audit_findings} problem(s) "
+            f"(audit.json): `skilltune audit {result.run_dir}` lists them",
+            markup=True,
+        )
     run = Path(result.run_dir)
     print_gate_share(run)
     files = [f"run: {run}", f"results: {run / 'results.tsv'}"]
@@ -222,6 +234,7 @@ def train(
     resume_run: Annotated[
         bool, typer.Option("--resume", help="Continue the run under this tag (as skilltune resume).")
     ] = False,
+    findings: FindingsOpt = None,
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -263,6 +276,7 @@ def train(
         fresh=fresh,
         executor=executor,
         ray_address=ray_address,
+        findings=findings,
     )
     settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
     settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)
@@ -301,13 +315,14 @@ def resume(
     budget_hours: BudgetHoursOpt = None,
     workers: WorkersOpt = None,
     agent_opt: AgentOpts = None,
+    findings: FindingsOpt = None,
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*).
 
-    It keeps the run's settings; --budget-*, --workers and redacted secrets (--agent-opt KEY=...)
-    may be given."""
+    It keeps the run's settings; --budget-*, --workers, --findings and redacted secrets
+    (--agent-opt KEY=...) may be given."""
     from skilltune.supervise import supervise
     from skilltune.train import resume as skilltune_resume
 
@@ -319,6 +334,7 @@ def resume(
         budget_usd=budget_usd,
         budget_hours=budget_hours,
         workers=workers,
+        findings=str(findings) if findings else None,
     )
     if agent_opt:
         overrides["agent_options"] = parse_agent_opts(agent_opt)

@@ -8,6 +8,16 @@ record folder's files back; the driver writes them into the run directory, so
 the layout is the same as with local workers. The rollout cache is consulted and
 filled on the driver.
 
+Joining a cluster (``--ray-address``): Ray 2.60 turns token authentication on for a
+cluster started by ``ray start`` when a token exists on that machine (``~/.ray/auth_token``,
+which any local ``ray.init`` writes), and a client without ``RAY_AUTH_MODE=token`` is then
+refused with nothing but a connection error. So when a token is available here and the
+user did not choose a mode, skilltune sets ``RAY_AUTH_MODE=token`` before joining (harmless
+for a cluster without authentication), and a failed join says what to check and set.
+
+Closing ``map`` early (a gate decided) lets the rollouts already handed out finish and
+writes their records, as local workers do; an interrupt or an error cancels them.
+
 Ray is an optional extra: ``pip install 'skilltune[ray]'``.
 """
 
@@ -30,6 +40,30 @@ from skilltune.skill import Candidate
 from skilltune.store import canonical_json, write_text
 
 _INSTALL = "pip install 'skilltune[ray]'"
+_AUTH_MODE = "RAY_AUTH_MODE"
+
+
+def _token_available() -> bool:
+    """A Ray authentication token where Ray looks for one (its documented variables and file)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if path:
+        return Path(path).expanduser().is_file()
+    return (Path.home() / ".ray" / "auth_token").is_file()
+
+
+def _join_hint(address: str) -> str:
+    mode = os.environ.get(_AUTH_MODE) or "unset"
+    token = "a token is available here" if _token_available() else "no token is available here"
+    return (
+        f"could not join the Ray cluster at {address} (RAY_AUTH_MODE {mode}; {token}). Check that it runs "
+        f"(`ray status --address {address}` on its head node) and that the address is the head's GCS "
+        "address (host:port of `ray start --head --port PORT`). Ray 2.60 clusters started with `ray start` "
+        "use token authentication when the head has a token: copy the head's ~/.ray/auth_token to this "
+        "machine (or set RAY_AUTH_TOKEN to it) and set RAY_AUTH_MODE=token; or start the head with "
+        "RAY_AUTH_MODE=disabled on a network only you can reach"
+    )
 
 
 @dataclass(frozen=True)
@@ -110,6 +144,10 @@ class RayExecutor:
             # Keep every socket of the local instance on loopback (ENV-NOTES: without this Ray binds
             # the machine's other addresses and ignores a requested node IP); set before Ray is imported.
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        elif _AUTH_MODE not in os.environ and _token_available():
+            # Ray reads its auth mode when it is imported (see the module docstring); set it yourself
+            # if your program imports Ray first.
+            os.environ[_AUTH_MODE] = "token"
         try:
             import ray
         except ImportError:
@@ -123,9 +161,15 @@ class RayExecutor:
         ray = self.ray
         if not ray.is_initialized():
             if self.address:
-                ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False)
+                try:
+                    ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False)
+                except (ConnectionError, RuntimeError) as exc:
+                    raise UsageError(f"{_join_hint(self.address)} ({type(exc).__name__}: {exc})") from None
             else:
+                # "local": a new instance, never a cluster some earlier `ray start` left registered in
+                # /tmp/ray/ray_current_cluster (ray.init() alone would join that one)
                 ray.init(
+                    address="local",
                     num_cpus=self.workers,
                     include_dashboard=False,
                     ignore_reinit_error=True,
@@ -163,10 +207,11 @@ class RayExecutor:
         def submit(job: RolloutJob) -> None:
             pending[self._remote.remote(spec, JobSpec.of(job))] = job
 
+        closed = False  # the consumer closed the iterator: what runs finishes, as with local workers
         try:
             for job in queue:
                 submit(job)
-                if len(pending) >= self.workers * 2:
+                if len(pending) >= self.workers:  # no more handed out than run: a close keeps them all
                     break
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -189,14 +234,33 @@ class RayExecutor:
                     nxt = next(queue, None)
                     if nxt is not None:
                         submit(nxt)
+        except GeneratorExit:
+            closed = True
+            raise
         finally:
-            # A KeyboardInterrupt in each worker: the rollout's own cleanup kills its agent's process
-            # group (force=True would kill the worker and leave the agent, in a session of its own).
-            refs = list(pending)
-            for ref in refs:
-                ray.cancel(ref, force=False)
-            if refs:  # give each worker's clean-up the time to kill its agent before anything shuts Ray down
-                ray.wait(refs, num_returns=len(refs), timeout=GRACE_S + 5)
+            try:
+                if closed:
+                    self._finish(runner, pending)
+            finally:
+                # A KeyboardInterrupt in each worker: the rollout's own cleanup kills its agent's process
+                # group (force=True would kill the worker and leave the agent, in a session of its own).
+                refs = list(pending)
+                for ref in refs:
+                    ray.cancel(ref, force=False)
+                if refs:  # give each worker's clean-up the time to kill its agent before Ray shuts down
+                    ray.wait(refs, num_returns=len(refs), timeout=GRACE_S + 5)
+
+    def _finish(self, runner: RolloutRunner, pending: dict[Any, RolloutJob]) -> None:
+        """Wait for the rollouts already handed out and write their records (a rollout Ray lost is
+        left without one: a resume runs it). Each one landed leaves ``pending``; an interrupt meanwhile
+        leaves the rest there for the caller to cancel."""
+        for ref in list(pending):
+            try:
+                record_json, files = self.ray.get(ref)
+            except self.ray.exceptions.RayError:
+                pending.pop(ref)
+                continue
+            self._land(runner, pending.pop(ref), record_json, files)
 
     @staticmethod
     def _land(

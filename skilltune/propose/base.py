@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -21,6 +22,10 @@ def role_of(call: str) -> str:
     """The configurable role behind a call name ("analyst (repair)" -> "analyst")."""
     base = call.split(" (", maxsplit=1)[0]
     return _CALL_ROLES.get(base, base)
+
+
+def _never() -> bool:
+    return False
 
 
 class ProposerOptions(BaseModel):
@@ -62,6 +67,9 @@ class Proposer(ABC):
     def __init__(self, suite: Suite, options: ProposerOptions) -> None:
         self.suite = suite
         self.options = options
+        # Turns true when the run is asked to stop (a first Ctrl-C, SIGTERM, a STOP file): a proposer
+        # whose call can be cancelled ends it then (the training session sets this).
+        self.stop_requested: Callable[[], bool] = _never
 
     @abstractmethod
     def propose(self, packet: EvidencePacket) -> Proposal: ...

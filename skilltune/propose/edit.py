@@ -1,5 +1,8 @@
-"""Patch ops on skill text: exact-once anchors, all-or-nothing, front matter and
-PROTECTED blocks untouched; and the lint decision on the candidate an edit made."""
+"""Edits of skill text: anchored patch ops and the lint decision on the candidate they make.
+
+Patch ops find their anchor exactly once (a unique near match is recorded), apply
+all-or-nothing, and never touch the front matter or a PROTECTED block.
+"""
 
 from __future__ import annotations
 

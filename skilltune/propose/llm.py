@@ -4,23 +4,24 @@
 the prompts, ask, validate the JSON answer against a schema (one repair retry),
 and run rewrite mode's roles as separate calls. Subclasses only say how to ask
 (``ask(role, prompt) -> Answer``). ``APIProposer`` (``--proposer api``) asks an
-OpenAI-compatible or Anthropic endpoint through LangChain; the vendor packages are
-imported only when it is used, and a missing one says what to install.
+OpenAI-compatible or Anthropic endpoint through skilltune.modelcalls, so each call is
+bounded in tokens and wall-clock time, retried within limits, and ends at once when the
+run is asked to stop (``stop_requested``: the first Ctrl-C).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from abc import abstractmethod
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, PositiveInt, ValidationError
 
 from skilltune.errors import SkilltuneError, UsageError
+from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Provider, resolve_endpoint
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
 from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
@@ -40,6 +41,8 @@ class Answer:
     model: str
     tokens_in: int | None = None
     tokens_out: int | None = None
+    cost_usd: float | None = None
+    notes: list[str] = field(default_factory=list)  # what the model-call layer warned about
 
 
 class EditsAnswer(BaseModel):
@@ -84,6 +87,8 @@ class ModelProposer(Proposer):
                 seconds=round(time.monotonic() - t0, 3),
                 tokens_in=answer.tokens_in,
                 tokens_out=answer.tokens_out,
+                cost_usd=answer.cost_usd,
+                notes=answer.notes,
             )
         )
         return answer
@@ -141,22 +146,21 @@ class ModelProposer(Proposer):
         return SlowUpdate(guidance=extract_document(answer.text).strip(), calls=calls)
 
 
-class APIProposerOptions(ProposerOptions):
-    provider: Literal["openai", "anthropic"] = "openai"
+class APIProposerOptions(ProposerOptions, CallSettings):
+    """``--proposer-opt`` keys of ``--proposer api``: the endpoint, sampling, and the model-call
+    limits of skilltune.modelcalls (``timeout_s`` per attempt, ``wall_limit_s`` per call with its
+    retries, ``max_retries``, ``token_param``, ``stream``, ``max_concurrent``,
+    ``requests_per_minute``, ``tokens_per_minute``, ``prices``)."""
+
+    provider: Provider = "openai"
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="name of the variable holding the key")
     temperature: float = 0.0
-    max_tokens: int = 4096
-    timeout_s: float = 300.0
-    max_retries: int = 4
-
-
-_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-_INSTALL = "pip install 'skilltune[api]'"
+    max_tokens: PositiveInt = 4096
 
 
 class APIProposer(ModelProposer):
-    """A model behind an OpenAI-compatible or Anthropic API, through LangChain."""
+    """A model behind an OpenAI-compatible or Anthropic API, through skilltune.modelcalls."""
 
     name = "api"
     Options = APIProposerOptions
@@ -166,62 +170,32 @@ class APIProposer(ModelProposer):
         assert isinstance(self.options, APIProposerOptions)
         if not self.options.model:
             raise UsageError("the api proposer needs a model: --proposer-opt model=NAME")
-        key_env = self.options.api_key_env or _DEFAULT_KEY_ENV[self.options.provider]
-        if not os.environ.get(key_env):
-            raise UsageError(
-                f"the api proposer reads its key from ${key_env}; set it "
-                "(or name another variable with --proposer-opt api_key_env=VAR)"
-            )
-        self._key_env = key_env
-        self._models: dict[str, Any] = {}
-
-    def _client(self, model: str) -> Any:
-        options = self.options
-        assert isinstance(options, APIProposerOptions)
-        if model in self._models:
-            return self._models[model]
-        key = os.environ.get(self._key_env, "")
-        common = {
-            "model": model,
-            "temperature": options.temperature,
-            "max_tokens": options.max_tokens,
-            "timeout": options.timeout_s,
-            "max_retries": options.max_retries,
-        }
-        try:
-            if options.provider == "openai":
-                from langchain_openai import ChatOpenAI
-
-                client: Any = ChatOpenAI(api_key=key, base_url=options.base_url, **common)
-            else:
-                from langchain_anthropic import ChatAnthropic
-
-                client = ChatAnthropic(api_key=key, base_url=options.base_url, **common)
-        except ImportError as exc:
-            raise UsageError(
-                f"the api proposer needs LangChain's {options.provider} package: {_INSTALL} ({exc.name} is missing)"
-            ) from None
-        self._models[model] = client
-        return client
+        endpoint = resolve_endpoint(
+            self.options.provider, self.options.base_url, self.options.api_key_env, where="--proposer-opt"
+        )
+        self.client = ModelClient(endpoint, self.options, where="--proposer-opt")
 
     def ask(self, role: str, prompt: str) -> Answer:
         options = self.options
         assert isinstance(options, APIProposerOptions)
         model = options.model_for(role_of(role)) or str(options.model)
-        client = self._client(model)
         try:
-            message = client.invoke(prompt)
-        except Exception as exc:
+            reply = self.client.ask(
+                prompt,
+                model=model,
+                max_tokens=options.max_tokens,
+                temperature=options.temperature,
+                cancel=self.stop_requested,
+            )
+        except ModelCallError as exc:
             raise ProposerUnavailable(
-                f"the {options.provider} endpoint failed for the {role}: {type(exc).__name__}: {exc}"
+                f"the {options.provider} endpoint failed for the {role}: {exc}"
             ) from None
-        usage = getattr(message, "usage_metadata", None) or {}
-        content = message.content
-        text = (
-            content
-            if isinstance(content, str)
-            else "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
-        )
         return Answer(
-            text=text, model=model, tokens_in=usage.get("input_tokens"), tokens_out=usage.get("output_tokens")
+            text=reply.text,
+            model=model,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            cost_usd=reply.cost_usd,
+            notes=reply.notes,
         )

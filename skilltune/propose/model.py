@@ -94,6 +94,8 @@ class ProposerCall(BaseModel):
     seconds: float = 0.0
     tokens_in: int | None = None
     tokens_out: int | None = None
+    cost_usd: float | None = None  # from the price table (model calls through skilltune.modelcalls)
+    notes: list[str] = Field(default_factory=list)  # warnings of the model-call layer (a field ignored...)
 
 
 class Proposal(BaseModel):

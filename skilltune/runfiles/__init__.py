@@ -18,9 +18,15 @@ History: 1 = the files of skilltune 0.1.0.dev0 before this package (record.json,
 comparison.json, config.json and step.json carried a version; seed.json, gate.json,
 reflections.json, slow_update.json and journal lines did not). 2 = every file versioned;
 journal events typed; ``UnitRecord.verdict`` lost the never-written value ``crash``.
-3 = gate.json holds the task-level test: ``Verdict.test`` and ``reused``, each ``Round``'s
-``reused`` incumbent rollouts and per-(task, replicate) ``pairs`` (gate.json of schema 2 is
-migrated: its sequential verdicts are marked ``test: replicate-t``).
+3 = audit.json (``AuditFile``) and findings.json (``FindingsRecord``) are new (a file of
+either claiming an older version is refused); config.json gained ``findings`` (the shared
+findings file; a schema 2 config.json reads with none).
+4 = record.json keeps each failed attempt of a retried rollout (``attempt_history``: status,
+reason, wall time, its events file); proposer calls (reflections.json, slow_update.json) carry
+``cost_usd`` and ``notes``. Files of schema 3 migrate with an empty history and unknown costs.
+5 = gate.json holds the task-level test: ``Verdict.test``, ``reused`` and ``prefetched``, each ``Round``'s
+``reused`` incumbent rollouts and per-(task, replicate) ``pairs`` (gate.json of schema 4 or older
+is migrated: its sequential verdicts are marked ``test: replicate-t``).
 """
 
 from __future__ import annotations
@@ -45,9 +51,18 @@ from skilltune.runfiles.journal import (
     UnitEnd,
     parse_event,
 )
+from skilltune.runfiles.review import (
+    CHECKS,
+    AuditFile,
+    AuditFinding,
+    Check,
+    FindingsRecord,
+    FindingsTarget,
+)
 from skilltune.runfiles.rollouts import (
     ArmResult,
     Comparison,
+    FailedAttempt,
     PairResult,
     Phase,
     RolloutFiles,
@@ -66,13 +81,20 @@ from skilltune.runfiles.units import (
 )
 
 __all__ = [
+    "CHECKS",
     "SCHEMA_VERSION",
     "UNIT_FILES",
     "ArmResult",
+    "AuditFile",
+    "AuditFinding",
+    "Check",
     "Comparison",
     "Crashed",
     "Decision",
     "EditBudgetConfig",
+    "FailedAttempt",
+    "FindingsRecord",
+    "FindingsTarget",
     "JournalEvent",
     "Migration",
     "NewerRunFileError",

@@ -58,6 +58,9 @@ class TrainConfig(BaseModel):
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     fresh: bool = Field(default=False, description="run rollouts even when the shared cache holds them")
+    findings: str | None = Field(
+        default=None, description="a findings file shared across runs: the finished run appends its entry"
+    )
 
     @property
     def total_steps(self) -> int:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from skilltune.runfiles.base import RunFile
+from skilltune.runfiles.base import Migration, RunFile
 from skilltune.score.base import Score
 
 Phase = Literal["train", "screen", "gate", "test", "eval"]
@@ -21,13 +21,35 @@ class RolloutFiles(BaseModel):
     score: str | None = "score.json"
 
 
+class FailedAttempt(BaseModel):
+    """An attempt of a rollout that was run again: how it ended and why. ``status`` is the agent's
+    (``crashed``: the harness itself failed; ``stalled``: the liveness check killed the agent);
+    ``events`` is the attempt's events.jsonl in the record folder (its raw logs lie beside it)."""
+
+    attempt: int  # counted from 1
+    status: RolloutStatus
+    stalled: bool = False
+    reason: str | None = None
+    wall_s: float
+    events: str | None = None
+
+
+def _no_attempt_history(raw: dict[str, Any]) -> dict[str, Any]:
+    # Schema 3 and before kept only the number of attempts; what the failed ones said is lost.
+    return raw | {"attempt_history": []}
+
+
 class RolloutRecord(RunFile):
     """The outcome of one rollout (record.json).
 
     Invariants: ``score`` is set iff ``status`` is ok, task_failed or timeout;
     ``infra_error`` and ``crashed`` are never task failures and are never scored;
-    ``candidate`` is the full candidate hash or ``"noskill"``.
+    ``candidate`` is the full candidate hash or ``"noskill"``; ``attempt_history`` holds every
+    attempt before the last (the record's own status is the last one's), so ``attempts`` is
+    ``len(attempt_history) + 1`` for a rollout that ran.
     """
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _no_attempt_history}
 
     task_id: str
     split: str
@@ -49,6 +71,7 @@ class RolloutRecord(RunFile):
     turns: int | None = None
     wall_s: float
     attempts: int = 1
+    attempt_history: list[FailedAttempt] = Field(default_factory=list)
     started_at: str
     files: RolloutFiles = Field(default_factory=RolloutFiles)
     cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
@@ -64,6 +87,10 @@ class ArmResult(BaseModel):
     n_scored: int
     statuses: dict[str, int]
     per_task: dict[str, list[float | None]]
+
+    def metric(self, name: str) -> float | None:
+        """The arm's score on ``name`` (hard, soft or mixed)."""
+        return {"hard": self.hard_acc, "soft": self.soft_acc}.get(name, self.mixed)
 
 
 class PairResult(BaseModel):

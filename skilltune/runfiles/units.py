@@ -10,8 +10,16 @@ from skilltune.propose.model import Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
 
 
+def _calls_without_cost(raw: dict[str, Any]) -> dict[str, Any]:
+    # Proposer calls before schema 4 had no cost or notes: unknown, none.
+    calls = [call | {"cost_usd": None, "notes": []} for call in raw.get("calls") or []]
+    return raw | {"calls": calls}
+
+
 class ReflectionsFile(RunFile):
     """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode)."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _calls_without_cost}
 
     edits: list[Edit] = Field(default_factory=list)
     files: dict[str, str] | None = None
@@ -21,6 +29,8 @@ class ReflectionsFile(RunFile):
 
 class SlowUpdateFile(RunFile):
     """slow_update.json: the epoch's longitudinal guidance for the skill's slow-update block."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _calls_without_cost}
 
     guidance: str
     calls: list[ProposerCall] = Field(default_factory=list)
@@ -56,7 +66,7 @@ class Round(BaseModel):
 
 
 def _replicate_t_verdict(raw: dict[str, Any]) -> dict[str, Any]:
-    # Verdicts of run schema <= 2 came from the per-(task, replicate) t test, with fresh
+    # Verdicts of run schema <= 4 came from the per-(task, replicate) t test, with fresh
     # incumbent rollouts every round; they stay what they were (a memo is never re-decided).
     sequential = any("bound_t" in (r.get("statistic") or {}) for r in raw.get("rounds", []))
     return raw | {"test": "replicate-t" if sequential else None}
@@ -66,9 +76,9 @@ class Verdict(RunFile):
     """gate.json: a gate's decision with its rounds. ``alpha`` is the decision's level under the
     run's error-control policy (set for the sequential gate); ``test`` names the statistic
     (``signflip``: the task-level sequential sign-flip test; ``replicate-t``: the
-    per-replicate t test of run schema <= 2; None: a one-pass gate)."""
+    per-replicate t test of run schema <= 4; None: a one-pass gate)."""
 
-    MIGRATIONS: ClassVar[dict[int, Migration]] = {2: _replicate_t_verdict}
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {4: _replicate_t_verdict}
 
     decision: Decision
     reason: str

@@ -19,15 +19,16 @@ from skilltune.execute import Executor
 from skilltune.progress import PlainReporter, Reporter
 from skilltune.rollout import RetryPolicy
 from skilltune.rundir import RunDir
-from skilltune.runfiles import Comparison, Resumed, RunConfigFile, RunStart, SeedFile
+from skilltune.runfiles import AuditFile, Comparison, Resumed, RunConfigFile, RunStart, SeedFile
 from skilltune.skill import lint_candidate, load_skill
 from skilltune.store import write_text
 from skilltune.suite import Suite
 from skilltune.train.config import absolute_paths, config_file, make_config, settings_for_resume
 from skilltune.train.context import RunContext, Setup
 from skilltune.train.loop import execute
+from skilltune.train.rollouts import refusal
 from skilltune.train.units import best_val, finished, incumbent
-from skilltune.workspace import check_placement
+from skilltune.workspace import check_placement, check_target
 
 
 class TrainResult(BaseModel):
@@ -41,12 +42,14 @@ class TrainResult(BaseModel):
     steps: int
     kept: int
     comparison: Comparison | None = None
+    audit_findings: int | None = None  # what the audit at the end found (None: no audit ran)
 
 
 def _result(ctx: RunContext) -> TrainResult:
     done = finished(ctx.run, ctx.order)
     state, reason = ctx.run.terminal() or ("", "")
     comparison = Comparison.read(ctx.run.comparison) if ctx.run.comparison.is_file() else None
+    audit = AuditFile.read(ctx.run.audit) if ctx.run.audit.is_file() else None
     return TrainResult(
         run_dir=str(ctx.run.root),
         state=state,
@@ -58,6 +61,7 @@ def _result(ctx: RunContext) -> TrainResult:
         steps=sum(1 for r in done if r.kind == "step"),
         kept=sum(1 for r in done if r.verdict == "keep"),
         comparison=comparison,
+        audit_findings=len(audit.findings) if audit is not None else None,
     )
 
 
@@ -78,6 +82,11 @@ def _check_places(runs_dir: str, suite: Suite) -> None:
         raise UsageError(
             f"--runs-dir {runs} lies inside the suite {suite.root}: runs would change the suite under themselves"
         )
+
+
+def _check_findings(findings: str | None) -> None:
+    if findings and Path(findings).is_dir():
+        raise UsageError(f"--findings {findings} is a folder; give a file (runs append their findings to it)")
 
 
 def _check_evidence(evidence_from: str | None, suite_hash: str) -> None:
@@ -112,8 +121,13 @@ def train(
     setup = Setup.of(config)
     seed = load_skill(config.skill)
     check_placement(seed, setup.backend, setup.options.placement)
+    check_target(setup.backend, setup.options, [], [seed])
+    refused = refusal(setup.backend, setup.options, setup.suite, seed)
+    if refused is not None:
+        raise UsageError(f"the seed skill: {refused}")
     _check_places(config.runs_dir, setup.suite)
     _check_evidence(config.evidence_from, setup.suite.content_hash)
+    _check_findings(config.findings)
     plan = setup.plan
     first = plan.baseline + plan.step
     if config.budget_rollouts is not None and config.budget_rollouts < first:
@@ -192,6 +206,7 @@ def resume(
     run.check_files()
     stored = RunConfigFile.read(run.config)
     config = settings_for_resume(stored, absolute_paths(given))
+    _check_findings(config.findings)
     setup = Setup.of(config)
     reporter = reporter or PlainReporter()
     with run.lock():

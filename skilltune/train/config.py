@@ -21,8 +21,9 @@ from skilltune.store import REDACTED, redact
 # Settings a resume may change: none of them can change what the run decides.
 MAY_CHANGE_ON_RESUME = frozenset(
     {"budget_rollouts", "budget_tokens", "budget_usd", "budget_hours", "workers", "executor", "ray_address"}
+    | {"findings"}  # where the run's findings entry goes: it is written after every decision
 )
-_PATHS = frozenset({"suite", "skill", "runs_dir", "evidence_from", "cache"})
+_PATHS = frozenset({"suite", "skill", "runs_dir", "evidence_from", "cache", "findings"})
 _OPTION_TABLES = ("agent_options", "proposer_options", "gate_options")
 FLAG_NAMES = {"agent_options": "agent-opt", "proposer_options": "proposer-opt", "gate_options": "gate-opt"}
 

@@ -30,6 +30,7 @@ from skilltune.train.budget import Budget, Plan
 from skilltune.train.rollouts import RunRollouts
 from skilltune.train.session import Session
 from skilltune.train.units import Unit, load_seed, unit_order
+from skilltune.workspace import check_target
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Setup:
         suite = load_suite(config.suite)
         backend = get_backend(config.agent)
         options = parse_agent_options(backend, config.agent_options)
+        check_target(backend, options, suite.all_tasks(), executor=config.executor, suite=suite)
         proposer = make_proposer(config.proposer, suite, config.proposer_options)
         gate = RunGate(
             config.gate, config.metric, config.reps, config.gate_options,
@@ -96,6 +98,7 @@ class RunContext:
             tag=c.tag, max_steps=c.total_steps, rollouts_planned=setup.planned_rollouts
         )
         self.session = Session(run, reporter)
+        self.proposer.stop_requested = self.session.stop_requested  # a stop ends a proposer call at once
         self.rollouts = RunRollouts(
             c, setup.suite, setup.backend, setup.options,
             executor or make_executor(c.workers, setup.suite.config.max_concurrency, c.executor, c.ray_address),

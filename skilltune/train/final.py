@@ -3,12 +3,17 @@
 ``success``: the steps (or epochs) are done and best differs from S0; ``no-progress``:
 nothing was kept, or ``patience`` discards in a row cut the run short (the comparison
 still runs when something was kept before). comparison.json has the schema of
-``skilltune compare``; the final rollouts live under ``final/``.
+``skilltune compare``; the final rollouts live under ``final/``. Before TERMINAL, ``review``
+writes audit.json and appends the run's findings entry (a kill in between re-runs it on
+resume, and the findings bank appends each entry once).
 """
 
 from __future__ import annotations
 
+from skilltune.audit import audit_history
 from skilltune.compare import build_comparison
+from skilltune.findings import record_findings
+from skilltune.lineage import History
 from skilltune.progress import fmt
 from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
@@ -16,6 +21,8 @@ from skilltune.train.budget import records_run
 from skilltune.train.context import RunContext
 from skilltune.train.gating import write_best
 from skilltune.train.units import incumbent
+
+_SHOWN = 10  # audit findings printed at the end of a run; audit.json holds them all
 
 
 def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None:
@@ -25,6 +32,7 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
     steps = sum(1 for r in done if r.kind == "step")
     if best.hash == ctx.seed.hash:
         why = f"{ctx.config.patience} discards in a row" if stopped_early else f"{steps} steps, nothing kept"
+        review(ctx, "no-progress", why)
         ctx.run.write_terminal("no-progress", why)
         return
     reason = f"{steps} steps, {kept} kept; best {best.short}"
@@ -43,6 +51,7 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
     state = "success"
     if stopped_early:
         state, reason = "no-progress", f"{ctx.config.patience} discards in a row after {reason}"
+    review(ctx, state, reason)
     ctx.run.write_terminal(state, reason)
 
 
@@ -64,3 +73,35 @@ def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
     )
     comparison.write(ctx.run.comparison)
     return comparison
+
+
+def review(ctx: RunContext, state: str, reason: str) -> None:
+    """audit.json, then the findings entry (RUNDIR/findings.md and the --findings file).
+
+    Neither changes how the run ended: a finding is printed as a warning, and a failure here
+    is reported, never raised (raising would turn a finished run into a crash that every
+    resume repeats)."""
+    where = ctx.run.root
+    try:
+        audit = audit_history(History.read(ctx.run), ctx.suite)
+    except Exception as exc:
+        ctx.reporter.line(
+            f"warning: the audit failed ({type(exc).__name__}: {exc}); `skilltune audit {where}`"
+        )
+    else:
+        for finding in audit.findings[:_SHOWN]:
+            ctx.reporter.line(f"warning: audit {finding.check}: {finding.where}: {finding.message}")
+        more = len(audit.findings) - _SHOWN
+        tail = f" ({more} more)" if more > 0 else ""
+        ctx.reporter.line(
+            f"audit: {len(audit.findings)} finding(s){tail}, see `skilltune audit {where}`"
+            if audit.findings
+            else "audit: clean (audit.json)"
+        )
+    try:
+        appended = record_findings(where, ctx.config.findings, suite=ctx.suite, ending=(state, reason))
+    except Exception as exc:
+        ctx.reporter.line(f"warning: the findings entry was not written ({type(exc).__name__}: {exc})")
+    else:
+        if appended:
+            ctx.reporter.line(f"findings: appended to {', '.join(str(p) for p in appended)}")

@@ -1,5 +1,4 @@
-"""The second half of every unit, step or epoch: lint the candidate, stage it in git, gate it on
-val, close the unit.
+"""Settling a unit's candidate, step or epoch alike: lint it, stage it in git, gate it, close the unit.
 
 Closing is a unit's commit point: its rollouts and tokens are counted, git moves (a keep
 commits the candidate and moves ``best``; a discard resets the work tree), and only then
@@ -192,6 +191,13 @@ def settle(
     discard, or None to go on to the gate)."""
     folder = draft.unit.folder(ctx.run)
     problem = lint_edit(candidate, incumbent, ctx.config.growth_cap, own_block)
+    if problem is None:
+        refused = ctx.rollouts.refusal(candidate)
+        problem = (
+            None
+            if refused is None
+            else f"lint: the {ctx.rollouts.backend.name} agent cannot take it: {refused}"
+        )
     if problem is not None:
         return close(ctx, draft.record(candidate.hash, "discard", "lint", problem), None)
     ctx.repo.stage(candidate)

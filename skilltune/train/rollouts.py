@@ -19,6 +19,7 @@ from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 from skilltune.train.session import Session
+from skilltune.workspace import placed_prompts
 
 REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
 POOL_OFFSET = 500  # a kept candidate's val pool as the incumbent: its unit's range from here
@@ -28,6 +29,18 @@ Records = list[tuple[RolloutRecord, Path]]
 def replicate_base(seq: int, offset: int = 0) -> int:
     """The first replicate index of the unit in run position ``seq`` (plus a gate round's offset)."""
     return seq * REPLICATE_STRIDE + offset
+
+
+def refusal(backend: AgentBackend, options: AgentOptions, suite: Suite, candidate: Candidate) -> str | None:
+    """Why the target agent cannot take ``candidate`` at all (a limit its backend declares), checked
+    on the suite's longest task prompt."""
+    problem = backend.skill_problem(candidate)
+    if problem is not None:
+        return problem
+    splits = [split for split in ("train", "val", "test") if suite.has_split(split)]
+    longest = max((t.prompt for split in splits for t in suite.tasks(split)), key=len, default="")
+    placed = placed_prompts(candidate, options.placement, longest)
+    return backend.placement_problem(placed.prompt, placed.system_prompt, options)
 
 
 class RunRollouts:
@@ -57,6 +70,9 @@ class RunRollouts:
         self.cache = RolloutCache(Path(config.cache)) if config.cache else None
         self.tokens_in = 0  # the agents' tokens over this session's rollouts
         self.tokens_out = 0
+
+    def refusal(self, candidate: Candidate) -> str | None:
+        return refusal(self.backend, self.options, self.suite, candidate)
 
     def jobs(
         self, tasks: list[Task], candidate: Candidate | None, phase: Phase, base: int, reps: int

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skilltune.errors import SkilltuneError
+from skilltune.modelcalls import CallCancelled
 from skilltune.progress import Reporter
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Crashed, SessionEnd, SessionStart
@@ -83,7 +84,7 @@ class Session:
         resume_hint = f"`skilltune resume {self.run.root}`"
         try:
             work()
-        except StopRequested:
+        except (StopRequested, CallCancelled):  # CallCancelled: a model call ended by the stop
             self.run.write_terminal(
                 "stopped", "stopped by a signal or the STOP file; `skilltune resume` continues"
             )

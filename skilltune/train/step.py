@@ -1,5 +1,7 @@
-"""One step: roll out the incumbent on a train minibatch, reflect, merge and apply edits, then
-settle the candidate (lint, [screen], gate, close).
+"""One training step: train rollouts, reflection, merged edits, then the candidate settled.
+
+The incumbent runs on a train minibatch; the proposer reflects on it; its edits are merged
+and applied; the candidate is settled (lint, [screen], gate, close).
 
 Each stage writes its output into the step's folder (reflections.json, merged_patch.json,
 candidate/), so a resumed step skips what is done; every random choice is derived from

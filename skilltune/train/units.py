@@ -1,5 +1,6 @@
-"""The units of a run in order (steps, an epoch slow update after every ``epoch_steps``), and
-what the finished ones say: the incumbent, the best val, the discard streak.
+"""A run's units in order, and what the finished ones say (incumbent, best val, discard streak).
+
+Units are steps, with an epoch slow update after every ``epoch_steps`` of them.
 
 A unit is done when its record (step.json / epoch.json) exists: resuming re-enters the
 first unit without one.

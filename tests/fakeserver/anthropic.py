@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tests.fakeserver.core import INPUT_TOKENS, OUTPUT_TOKENS, ModelRequest, Reply, sse, text_of
@@ -51,8 +52,8 @@ def parse(path: str, body: dict[str, Any]) -> ModelRequest:
 
 def _blocks(reply: Reply, turn: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    if reply.text:
-        blocks.append({"type": "text", "text": reply.text})
+    if reply.text or reply.pieces is not None:
+        blocks.append({"type": "text", "text": reply.text or ""})
     for i, call in enumerate(reply.tool_calls):
         args = call.arguments if isinstance(call.arguments, dict) else {"input": call.arguments}
         blocks.append(
@@ -70,6 +71,12 @@ def _usage(output_tokens: int) -> dict[str, Any]:
     }
 
 
+def _stop(reply: Reply) -> str:
+    if reply.finish:
+        return "max_tokens" if reply.finish in ("length", "runaway") else reply.finish
+    return "tool_use" if reply.tool_calls else "end_turn"
+
+
 def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
     return {
         "id": f"msg_fake_{next(_message_ids)}",
@@ -77,47 +84,41 @@ def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
         "role": "assistant",
         "model": request.model,
         "content": _blocks(reply, request.tool_results),
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": _stop(reply),
         "stop_sequence": None,
-        "usage": _usage(OUTPUT_TOKENS),
+        "usage": _usage(OUTPUT_TOKENS if reply.usage_out is None else reply.usage_out),
     }
 
 
-def stream(request: ModelRequest, reply: Reply) -> list[str]:
+def stream(request: ModelRequest, reply: Reply) -> Iterator[str]:
+    """The events of a streamed answer, made as they are sent (``pieces``: one text delta each)."""
     message = respond(request, reply) | {"content": [], "stop_reason": None, "usage": _usage(1)}
-    out = [
-        sse("message_start", {"type": "message_start", "message": message}),
-        sse("ping", {"type": "ping"}),
-    ]
+    yield sse("message_start", {"type": "message_start", "message": message})
+    yield sse("ping", {"type": "ping"})
     for index, block in enumerate(_blocks(reply, request.tool_results)):
         if block["type"] == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
-            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
+            texts = reply.pieces if reply.pieces is not None else [block["text"]]
+            deltas: Iterable[dict[str, Any]] = ({"type": "text_delta", "text": t} for t in texts)
         else:
             start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        out.append(
-            sse(
-                "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
-            )
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        yield sse(
+            "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
         )
-        out.append(
-            sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-        )
-        out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-    stop = "tool_use" if reply.tool_calls else "end_turn"
-    out.append(
-        sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop, "stop_sequence": None},
-                "usage": {"output_tokens": OUTPUT_TOKENS},
-            },
-        )
+        for delta in deltas:
+            yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    out_tokens = OUTPUT_TOKENS if reply.usage_out is None else reply.usage_out
+    yield sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": _stop(reply), "stop_sequence": None},
+            "usage": {"output_tokens": out_tokens},
+        },
     )
-    out.append(sse("message_stop", {"type": "message_stop"}))
-    return out
+    yield sse("message_stop", {"type": "message_stop"})
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 INPUT_TOKENS = 120
 OUTPUT_TOKENS = 30
+RUNAWAY_PIECES = 100_000  # what a server that reads no token limit generates (its context, say)
+RUNAWAY_PACE_S = 0.001
 
 
 @dataclass
@@ -23,8 +26,14 @@ class ToolCall:
 
 @dataclass
 class Reply:
+    """An answer. ``pieces``: stream the text as these deltas (one per token, as servers do);
+    ``finish`` and ``usage_out`` override the finish reason and the output tokens reported."""
+
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    pieces: Iterable[str] | None = None
+    finish: str | None = None
+    usage_out: int | None = None
 
 
 @dataclass
@@ -48,6 +57,7 @@ class Failure:
     hang_s: float | None = None
     message: str = "scripted failure"
     headers: dict[str, str] = field(default_factory=dict)  # e.g. {"retry-after": "0"}: fast CLI retries
+    after_pieces: int | None = None  # with hang_s on a streamed answer: hang after this many chunks
 
 
 Scenario = Callable[[ModelRequest], Reply]
@@ -71,17 +81,36 @@ class FakeModelServer:
     """``with FakeModelServer(scenario) as server:`` then point a CLI at ``server.url``."""
 
     def __init__(
-        self, scenario: Scenario, failures: list[Failure] | None = None, side: Scenario | None = None
+        self,
+        scenario: Scenario,
+        failures: list[Failure] | None = None,
+        side: Scenario | None = None,
+        *,
+        failures_for: Literal["tools", "all"] = "tools",
+        limit_fields: tuple[str, ...] | None = None,
+        refuse_fields: dict[str, str] | None = None,
     ) -> None:
         """``side`` answers requests that offer no tools (default: ``side_reply``); a CLI run as a
-        plain model with no tools (a proposer) needs its scenario there."""
+        plain model with no tools (a proposer, a direct chat target) needs its scenario there.
+
+        ``failures`` apply to requests offering tools, or to every request (``failures_for="all"``).
+        ``limit_fields`` emulates a server's token limit: the answer streams one word per chunk,
+        cut to the first of these request fields present (finish ``length``); a request carrying
+        none of them runs away, as llama-cpp-python does when sent only ``max_completion_tokens``
+        (endless chunks until the client leaves; a plain answer never comes). ``refuse_fields``:
+        request field -> the message of the 400 a request carrying it gets."""
         from tests.fakeserver import anthropic, gemini, openai_chat, openai_responses
 
         self.scenario = scenario
         self.side = side or side_reply
         self.failures = list(failures or [])
+        self.failures_for = failures_for
+        self.limit_fields = limit_fields
+        self.refuse_fields = dict(refuse_fields or {})
         self.requests: list[ModelRequest] = []
         self.raw: list[dict[str, Any]] = []
+        self.disconnects = 0  # streamed answers whose client left before the end
+        self.release = threading.Event()  # set on exit: every hang ends
         self._lock = threading.Lock()
         self.routes: list[tuple[Callable[[str], bool], Any]] = [
             (lambda p: "/messages" in p, anthropic),
@@ -128,10 +157,15 @@ class FakeModelServer:
                 request = module.parse(self.path, body)
                 with server._lock:
                     server.requests.append(request)
-                    failure = server.failures.pop(0) if server.failures and request.tools else None
-                if failure is not None:
+                    applies = request.tools or server.failures_for == "all"
+                    failure = server.failures.pop(0) if server.failures and applies else None
+                refused = next((f for f in server.refuse_fields if f in body), None)
+                if refused is not None:
+                    self._send_json(400, module.error_body(400, server.refuse_fields[refused]))
+                    return
+                if failure is not None and (failure.after_pieces is None or not request.stream):
                     if failure.hang_s is not None:
-                        time.sleep(failure.hang_s)
+                        server.release.wait(failure.hang_s)
                         self.close_connection = True
                         return
                     self._send_json(
@@ -141,19 +175,36 @@ class FakeModelServer:
                     )
                     return
                 reply = server.scenario(request) if request.tools else server.side(request)
+                if server.limit_fields is not None:
+                    reply = limited(reply, body, server.limit_fields)
+                    if reply.pieces is None:  # a plain answer of a runaway server never comes
+                        server.release.wait(RUNAWAY_PIECES * RUNAWAY_PACE_S)
+                        self.close_connection = True
+                        return
                 if request.stream:
-                    chunks = module.stream(request, reply)
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Cache-Control", "no-cache")
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    for chunk in chunks:
-                        self.wfile.write(chunk.encode())
-                        self.wfile.flush()
-                    self.close_connection = True
+                    self._stream(module.stream(request, reply), failure, reply.finish == "runaway")
                 else:
                     self._send_json(200, module.respond(request, reply))
+
+            def _stream(self, chunks: Iterable[str], failure: Failure | None, paced: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for sent, chunk in enumerate(chunks):
+                        if failure is not None and sent == failure.after_pieces:
+                            server.release.wait(failure.hang_s or 0)
+                            return
+                        self.wfile.write(chunk.encode())
+                        self.wfile.flush()
+                        if paced:
+                            time.sleep(RUNAWAY_PACE_S)
+                except (BrokenPipeError, ConnectionResetError):
+                    with server._lock:
+                        server.disconnects += 1
 
             def _send_json(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -182,8 +233,24 @@ class FakeModelServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def limited(reply: Reply, body: dict[str, Any], fields: tuple[str, ...]) -> Reply:
+    """``reply`` as a server reading the token limit from ``fields`` gives it: one word per piece, cut
+    at the limit; with no such field in ``body``, endless (finish ``runaway``), or no plain answer."""
+    words = [w + " " for w in (reply.text or "").split(" ")]
+    limit = next((body[f] for f in fields if isinstance(body.get(f), int)), None)
+    if limit is None:
+        if not body.get("stream"):
+            return Reply(text=reply.text)
+        endless = itertools.islice(itertools.cycle(words), RUNAWAY_PIECES)
+        return Reply(pieces=endless, finish="runaway", usage_out=RUNAWAY_PIECES)
+    kept = words[:limit]
+    finish = "length" if len(words) > limit else None
+    return Reply(text="".join(kept), pieces=kept, finish=finish, usage_out=len(kept))
 
 
 def sse(event: str | None, data: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from tests.fakeserver.core import INPUT_TOKENS, OUTPUT_TOKENS, ModelRequest, Reply, text_of
@@ -75,6 +76,19 @@ def _tool_calls(request: ModelRequest, reply: Reply) -> list[dict[str, Any]]:
     ]
 
 
+def _usage(reply: Reply) -> dict[str, int]:
+    if reply.usage_out is None:
+        return USAGE
+    return {"prompt_tokens": INPUT_TOKENS, "completion_tokens": reply.usage_out,
+            "total_tokens": INPUT_TOKENS + reply.usage_out}  # fmt: skip
+
+
+def _finish(reply: Reply) -> str:
+    if reply.finish:
+        return "length" if reply.finish == "runaway" else reply.finish
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
 def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.tool_calls:
@@ -84,10 +98,8 @@ def respond(request: ModelRequest, reply: Reply) -> dict[str, Any]:
         "object": "chat.completion",
         "created": 0,
         "model": request.model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
-        ],
-        "usage": USAGE,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
+        "usage": _usage(reply),
     }
 
 
@@ -96,7 +108,8 @@ def _fragments(text: str, parts: int = _ARGUMENT_FRAGMENTS) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def stream(request: ModelRequest, reply: Reply) -> list[str]:
+def stream(request: ModelRequest, reply: Reply) -> Iterator[str]:
+    """The chunks of a streamed answer, made as they are sent (a runaway answer is endless)."""
     completion_id = f"chatcmpl-fake-{next(_completion_ids)}"
 
     def chunk(choices: list[dict[str, Any]], usage: bool = False) -> str:
@@ -108,28 +121,29 @@ def stream(request: ModelRequest, reply: Reply) -> list[str]:
             "choices": choices,
         }
         if usage:
-            payload["usage"] = USAGE
+            payload["usage"] = _usage(reply)
         return f"data: {json.dumps(payload)}\n\n"
 
     def delta(content: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"index": 0, "delta": content, "finish_reason": finish}
 
-    out = [chunk([delta({"role": "assistant", "content": ""})])]
-    if reply.text:
-        out.append(chunk([delta({"content": reply.text})]))
+    yield chunk([delta({"role": "assistant", "content": ""})])
+    if reply.pieces is not None:
+        for piece in reply.pieces:
+            yield chunk([delta({"content": piece})])
+    elif reply.text:
+        yield chunk([delta({"content": reply.text})])
     for index, call in enumerate(_tool_calls(request, reply)):
         head = {"index": index, "id": call["id"], "type": "function"}
         head["function"] = {"name": call["function"]["name"], "arguments": ""}
-        out.append(chunk([delta({"tool_calls": [head]})]))
+        yield chunk([delta({"tool_calls": [head]})])
         for piece in _fragments(call["function"]["arguments"]):
-            out.append(chunk([delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})]))
+            yield chunk([delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})])
     usage_chunk = bool((request.body.get("stream_options") or {}).get("include_usage"))
-    finish = "tool_calls" if reply.tool_calls else "stop"
-    out.append(chunk([delta({}, finish)], usage=not usage_chunk))
+    yield chunk([delta({}, _finish(reply))], usage=not usage_chunk)
     if usage_chunk:
-        out.append(chunk([], usage=True))
-    out.append("data: [DONE]\n\n")
-    return out
+        yield chunk([], usage=True)
+    yield "data: [DONE]\n\n"
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:

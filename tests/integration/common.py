@@ -7,8 +7,11 @@ CLI write ``hello.txt`` with its own file-writing tool, then finish with a text.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from skilltune.agents import get_backend
 from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
@@ -45,7 +48,7 @@ def rollout(
     options: dict[str, Any],
     candidate: Candidate | None = SKILL,
     retry: RetryPolicy = NO_RETRY,
-) -> tuple[RolloutRecord, Path]:
+) -> Rollout:
     """One real rollout of ``agent`` on the hello task; returns the record and its folder."""
     suite = load_suite(hello_suite(tmp_path / "suite"))
     backend = get_backend(agent)
@@ -59,6 +62,32 @@ def rollout(
     job = RolloutJob(task=suite.task("hello"), phase="eval", candidate=candidate, replicate=0, seed=0)
     record = runner.run(job)
     return record, rollout_dir(tmp_path / "out", job)
+
+
+Rollout = tuple[RolloutRecord, Path]  # a record and its folder
+
+
+def growing_wall_limit(
+    attempt: Callable[[float], Rollout],
+    reached: Callable[[Rollout], bool],
+    limits: Sequence[float],
+    what: str,
+) -> Rollout:
+    """``attempt(wall_limit_s)`` with each limit in turn, until ``reached`` says the CLI got where the test
+    needs it before the limit struck (started up, reached the server, ran its tool); that result.
+
+    A test of what happens *at* a wall limit must not pass without having got there: on a slow or loaded
+    machine a CLI may still be starting when a short limit strikes (a different outcome, for a different
+    reason). The first limit keeps the test quick on an idle machine; a longer one follows only when
+    needed. Never reached: the test fails, saying so.
+    """
+    for limit in limits:
+        result = attempt(limit)
+        if reached(result):
+            return result
+    pytest.fail(
+        f"{what} did not happen before any of the wall limits tried ({', '.join(f'{x:g}' for x in limits)} s)"
+    )
 
 
 def check_success(record: RolloutRecord, folder: Path, server: FakeModelServer, cost_reported: bool) -> None:

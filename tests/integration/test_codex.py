@@ -181,10 +181,19 @@ def test_http_errors_before_the_first_turn_are_infra_errors(
 
 def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, endpoint: Any) -> None:
     require_cli("codex")
-    endpoint(patch_scenario, [Failure(hang_s=60)])
     marker = f"skilltune-hang-{uuid.uuid4().hex}"
-    opts = options(wall_limit_s=3, extra_args=["-c", f'skilltune_test_marker="{marker}"'])
-    record, folder = common.rollout(tmp_path, "codex", opts)
+
+    servers: list[FakeModelServer] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        servers.append(endpoint(patch_scenario, [Failure(hang_s=120)]))
+        opts = options(wall_limit_s=limit, extra_args=["-c", f'skilltune_test_marker="{marker}"'])
+        return common.rollout(tmp_path / f"limit-{limit:g}", "codex", opts)
+
+    def hung(_: common.Rollout) -> bool:  # the server got the request it hangs on
+        return bool(any(r.tools for r in servers[-1].requests))
+
+    record, folder = common.growing_wall_limit(attempt, hung, (3, 9, 27), "codex's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

@@ -23,6 +23,7 @@ from skilltune.agents.base import AgentRequest
 from skilltune.agents.copilot import NO_TOOLS, USAGE_FILE, CopilotAgent, CopilotOptions
 from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.rollout import RetryPolicy
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli
@@ -41,6 +42,8 @@ MODEL = "gpt-4.1"  # priced in the table: cost is estimated
 KEY = "sk-skilltune-copilot-test-7f3a9c"
 SKILL_BODY = "Write exactly what the task asks."
 FAST_RETRY = {"retry-after": "0"}  # copilot still waits ~1 s per retry (5 retries)
+GIVE_UP = {"retry-after": "3600"}  # beyond copilot's patience: it reports the error at once
+TRY_TWICE = RetryPolicy(max_attempts=2, base_s=0.0, cap_s=0.0)  # skilltune's own retry of an infra error
 
 
 def workspace_of(request: ModelRequest) -> str:
@@ -176,29 +179,47 @@ def test_agents_md_and_restricted_tools(tmp_path: Path, endpoint: Any) -> None:
 
 
 # --- infrastructure errors ---------------------------------------------------------------------
-@pytest.mark.parametrize("status", [429, 503, 529, 400])
+@pytest.mark.parametrize(
+    ("status", "own_retries", "attempts"), [(429, 5, 1), (503, 0, 1), (529, 0, 1), (400, 0, 2)]
+)
 def test_http_errors_before_the_first_turn_are_infra_errors(
-    tmp_path: Path, endpoint: Any, status: int
+    tmp_path: Path, endpoint: Any, status: int, own_retries: int, attempts: int
 ) -> None:
+    """An HTTP error before the first turn: infra_error, never scored; skilltune tries it again (the 400
+    case lets it: a second copilot run).
+
+    With a retry-after of 0 copilot retries a 429/5xx five times itself (a second each: the 429 case
+    shows it once); with an hour's retry-after it gives up at once, as it does on a 400."""
     require_cli("copilot")
-    failures = [Failure(status=status, message=f"scripted {status}", headers=FAST_RETRY) for _ in range(10)]
+    message = f"scripted {status}"
+    failures = [Failure(status=status, message=message, headers=FAST_RETRY) for _ in range(own_retries)]
+    failures += [Failure(status=status, message=message, headers=GIVE_UP) for _ in range(attempts)]
     server = endpoint(create_scenario, failures)
-    record, folder = common.rollout(tmp_path, "copilot", options())
+    retry = TRY_TWICE if attempts == 2 else common.NO_RETRY
+    record, folder = common.rollout(tmp_path, "copilot", options(), retry=retry)
     assert record.status == "infra_error", (record.status, record.reason)
     assert record.score is None and not (folder / "score.json").exists()
     assert str(status) in (record.reason or "")
-    assert record.attempts == 1
-    assert len(model_calls(server)) == (1 if status == 400 else 6)  # copilot's own 5 retries
+    assert record.attempts == attempts
+    assert len(model_calls(server)) == own_retries + attempts and not server.failures
     assert "session.error" in (folder / "events.jsonl").read_text()
 
 
 def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, endpoint: Any) -> None:
     require_cli("copilot")
-    endpoint(create_scenario, [Failure(hang_s=60)])
     marker = f"skilltune-hang-{uuid.uuid4().hex}"
-    record, folder = common.rollout(
-        tmp_path, "copilot", options(wall_limit_s=4, extra_args=[f"--name={marker}"])
-    )
+
+    servers: list[FakeModelServer] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        servers.append(endpoint(create_scenario, [Failure(hang_s=120)]))
+        opts = options(wall_limit_s=limit, extra_args=[f"--name={marker}"])
+        return common.rollout(tmp_path / f"limit-{limit:g}", "copilot", opts)
+
+    def hung(_: common.Rollout) -> bool:  # the server got the request it hangs on
+        return bool(model_calls(servers[-1]))
+
+    record, folder = common.growing_wall_limit(attempt, hung, (4, 12, 36), "copilot's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

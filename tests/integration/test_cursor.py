@@ -13,7 +13,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -157,12 +156,20 @@ def test_failures(tmp_path: Path, stand_in: StandIn, scenario: str, status: str,
 
 
 def test_a_hanging_agent_is_an_infra_error_and_its_group_is_killed(tmp_path: Path, stand_in: StandIn) -> None:
-    stand_in("hang")
+    log = stand_in("hang")
     script = next((tmp_path / "bin").glob("cursor_agent_*.py"))
-    t0 = time.monotonic()
-    record, folder = common.rollout(tmp_path, "cursor", {**FAST, "wall_limit_s": 2})
-    assert record.status == "infra_error" and "no model turn" in (record.reason or "")
-    assert not (folder / "score.json").exists() and time.monotonic() - t0 < 12
+
+    def attempt(limit: float) -> common.Rollout:
+        log.unlink(missing_ok=True)
+        return common.rollout(tmp_path / f"limit-{limit:g}", "cursor", {**FAST, "wall_limit_s": limit})
+
+    def hanging(_: common.Rollout) -> bool:  # the stand-in started (it logs first)
+        return log.is_file()
+
+    record, folder = common.growing_wall_limit(attempt, hanging, (2, 6, 18), "the stand-in's start")
+    assert record.status == "infra_error", (record.status, record.reason)
+    assert "no model turn before the wall limit" in (record.reason or "")  # killed there, not at its end
+    assert not (folder / "score.json").exists()
     left = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", left.stdout
 

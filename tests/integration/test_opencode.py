@@ -32,6 +32,7 @@ SKILL_BODY = "Write exactly what the task asks."
 STEP_LIMIT = "MAXIMUM STEPS REACHED"
 WORKDIR = re.compile(r"Working directory: (\S+)")
 SLEEPER = "-sleeper-"
+SLEEPER_STARTED = "sleeper-started.txt"  # the sleeper tool's first act: the workspace's diff shows it ran
 FAST_RETRY = {"retry-after-ms": "20"}  # opencode honours it: its 5 retries take no time
 
 
@@ -46,7 +47,7 @@ def scenario(request: ModelRequest) -> Reply:
     if STEP_LIMIT in request.text:
         return Reply(text="Stopped at the step limit.")
     if SLEEPER in request.model and request.tool_results == 0:  # a tool that outlives the wall limit
-        command = f"sleep 300; echo {request.model}"
+        command = f"echo {request.model} > {SLEEPER_STARTED}; sleep 300; echo {request.model}"
         return Reply(tool_calls=[ToolCall("bash", {"command": command, "description": "wait"})])
     assert "write" in request.tools, request.tools
     found = WORKDIR.search(request.text)
@@ -209,11 +210,20 @@ def test_hanging_server_hits_the_wall_limit_and_leaves_no_process(
 ) -> None:
     require_opencode()
     marker = f"{MODEL}-hang{uuid.uuid4().hex[:8]}"  # in opencode's argv (--model), priced as gpt-4.1
-    endpoint.failures.append(Failure(hang_s=60))
-    record, folder = common.rollout(tmp_path, "opencode", {"model": marker, "wall_limit_s": 10})
+
+    def attempt(limit: float) -> common.Rollout:
+        endpoint.requests.clear()
+        endpoint.failures[:] = [Failure(hang_s=120)]
+        return common.rollout(
+            tmp_path / f"limit-{limit:g}", "opencode", {"model": marker, "wall_limit_s": limit}
+        )
+
+    def hung(_: common.Rollout) -> bool:  # its model request reached the server, which hung
+        return any(r.tools for r in endpoint.requests)
+
+    record, folder = common.growing_wall_limit(attempt, hung, (10, 30, 90), "opencode's model request")
     assert record.status == "infra_error" and "wall limit" in (record.reason or ""), record
     assert record.score is None and not (folder / "score.json").exists()
-    assert endpoint.requests, "opencode never reached the server"
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", f"processes left behind: {left.stdout}"
 
@@ -224,7 +234,17 @@ def test_tool_outliving_the_wall_limit_is_a_timeout_and_is_killed(
     """opencode starts its tools detached (a session of their own): the group kill alone misses them."""
     require_opencode()
     marker = f"{MODEL}{SLEEPER}{uuid.uuid4().hex[:8]}"  # in opencode's argv and in the bash command
-    record, folder = common.rollout(tmp_path, "opencode", {"model": marker, "wall_limit_s": 10})
+
+    def attempt(limit: float) -> common.Rollout:
+        return common.rollout(
+            tmp_path / f"limit-{limit:g}", "opencode", {"model": marker, "wall_limit_s": limit}
+        )
+
+    def tool_ran(result: common.Rollout) -> bool:  # the limit struck while the sleeper tool ran
+        diff = result[1] / "diff.patch"
+        return diff.is_file() and SLEEPER_STARTED in diff.read_text()
+
+    record, folder = common.growing_wall_limit(attempt, tool_ran, (10, 30, 90), "opencode's sleeper tool")
     assert record.status == "timeout", (record.status, record.reason)
     assert record.score is not None and (folder / "score.json").exists()  # a timeout is scored as it stands
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)

@@ -191,8 +191,19 @@ def test_http_errors_before_the_first_turn_are_infra_errors(
     require_cli("qwen")
     retried = status != 400  # qwen backs off ~75 s on 429/5xx: a short wall limit ends it
     failures = [Failure(status=status, message=f"scripted {status}")] * 10
-    end = endpoint(write_scenario, failures)
-    record, folder = common.rollout(tmp_path, "qwen", options(wall_limit_s=5 if retried else 60))
+
+    ends: list[Endpoint] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        ends.append(endpoint(write_scenario, failures))
+        return common.rollout(tmp_path / f"limit-{limit:g}", "qwen", options(wall_limit_s=limit))
+
+    def backing_off(_: common.Rollout) -> bool:  # qwen had its first error before the limit
+        return bool(ends[-1].calls())
+
+    limits = (5, 15, 45) if retried else (60,)
+    record, folder = common.growing_wall_limit(attempt, backing_off, limits, "qwen's first model request")
+    end = ends[-1]
     assert record.status == "infra_error", (record.status, record.reason)
     assert record.score is None and not (folder / "score.json").exists()
     assert record.attempts == 1 and not record.turns
@@ -206,11 +217,19 @@ def test_http_errors_before_the_first_turn_are_infra_errors(
 
 def test_hanging_server_is_an_infra_error_and_leaves_no_process(tmp_path: Path, endpoint: Any) -> None:
     require_cli("qwen")
-    endpoint(write_scenario, [Failure(hang_s=30)])
     marker = str(uuid.uuid4())  # qwen's --session-id wants a UUID: it marks the process
-    record, folder = common.rollout(
-        tmp_path, "qwen", options(wall_limit_s=4, extra_args=[f"--session-id={marker}"])
-    )
+
+    ends: list[Endpoint] = []
+
+    def attempt(limit: float) -> common.Rollout:
+        ends.append(endpoint(write_scenario, [Failure(hang_s=120)]))
+        options_ = options(wall_limit_s=limit, extra_args=[f"--session-id={marker}"])
+        return common.rollout(tmp_path / f"limit-{limit:g}", "qwen", options_)
+
+    def hung(_: common.Rollout) -> bool:  # its model request reached the server, which hung
+        return bool(ends[-1].calls())
+
+    record, folder = common.growing_wall_limit(attempt, hung, (4, 12, 36), "qwen's model request")
     assert record.status == "infra_error", (record.status, record.reason)
     assert "wall limit" in (record.reason or "")
     assert record.score is None and not (folder / "score.json").exists()

@@ -1,11 +1,13 @@
 """A stand-in agent CLI for executor tests: behaves as the task's ``stand_in`` field says.
 
     ok     write hello.txt, print an assistant event and a result event, exit 0
-    hang   print one event, start a child that sleeps, then go silent forever (a stuck agent)
-    busy   print an assistant event, then a heartbeat every 0.1 s forever (only the wall limit ends it)
+    hang   start a child that sleeps, print one event, then go silent forever (a stuck agent)
+    busy   start a child that sleeps, print an assistant event, then a heartbeat every 0.1 s forever
+           (only the wall limit ends it)
 
 Usage: agent.py MODE MARKER COUNTER_FILE  (MARKER tags the child processes for pgrep;
-each run appends a line to COUNTER_FILE)
+each run appends a line to COUNTER_FILE, and each child's pid, once it runs, to
+COUNTER_FILE.children: a test waits for it, or checks that the agent got that far)
 """
 
 import json
@@ -23,17 +25,23 @@ def emit(event: dict[str, object]) -> None:
     print(json.dumps(event), flush=True)
 
 
+def start_child() -> None:
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(300)  # {marker}"])
+    with Path(f"{counter}.children").open("a") as handle:
+        handle.write(f"{child.pid}\n")
+
+
 if mode == "ok":
     Path("hello.txt").write_text("HELLO\n")
     emit({"type": "assistant", "text": "writing hello.txt"})
     emit({"type": "result", "text": "done"})
 elif mode == "hang":
+    start_child()
     emit({"type": "assistant", "text": "thinking"})
-    subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(300)  # {marker}"])
     time.sleep(300)
 elif mode == "busy":
+    start_child()
     emit({"type": "assistant", "text": "working"})
-    subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(300)  # {marker}"])
     while True:
         emit({"type": "heartbeat"})
         time.sleep(0.1)

@@ -1,0 +1,175 @@
+"""Leakage: val/test task ids and passages found in what the proposer read or wrote, or in the skill.
+
+The secrets are the val and test tasks: their ids, and every passage of ``NGRAM`` words or
+more from their prompts, scoring references and expected answers, other task fields, the
+files they bring and the ``refs/`` files only they name, that does not also occur in the
+train tasks, the seed skill, the proposer pool or skilltune's own prompt templates (those
+may reach a proposer by design). Words are lowercase ``\\w+`` runs, so punctuation, layout and
+JSON escaping inside a prompt do not hide a passage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from skilltune.store import iter_tree
+from skilltune.suite import Suite, Task
+
+NGRAM = 8
+MIN_ID_LEN = 4  # shorter ids (and numbers) match too much ordinary text to call a leak
+_MAX_FILE_BYTES = 1_000_000
+_ESCAPE = re.compile(r"\\[nrtbf\"\\/]|\\u[0-9a-fA-F]{4}")
+_WORD = re.compile(r"\w+")
+_ID_TOKEN = re.compile(r"[\w.:-]+")
+Gram = tuple[str, ...]
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(_ESCAPE.sub(" ", text).lower())
+
+
+def _grams(text: str) -> Iterator[Gram]:
+    w = words(text)
+    for i in range(len(w) - NGRAM + 1):
+        yield tuple(w[i : i + NGRAM])
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _read(path: Path) -> str:
+    try:
+        if path.stat().st_size > _MAX_FILE_BYTES:
+            return ""
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""  # a binary or unreadable file holds no passage a proposer could quote
+
+
+def _task_texts(suite: Suite, task: Task) -> Iterator[tuple[str, str]]:
+    """(field, text) of everything a task holds: its fields and the files it brings."""
+    for key, value in task.as_json().items():
+        if key != "id":
+            for text in _strings(value):
+                yield key, text
+    for name, path in suite.task_files(task):
+        if path.is_file():
+            yield f"file {name}", _read(path)
+        elif path.is_dir():
+            for inner in iter_tree(path):
+                yield f"file {name}/{inner.relative_to(path).as_posix()}", _read(inner)
+
+
+def _refs(suite: Suite, tasks: list[Task]) -> Iterator[tuple[str, str]]:
+    """(name, text) of the files under refs/ whose path one of ``tasks`` names."""
+    refs = suite.root / "refs"
+    if not refs.is_dir():
+        return
+    named = "\n".join(text for task in tasks for _, text in _task_texts(suite, task))
+    for path in iter_tree(refs):
+        rel = path.relative_to(suite.root).as_posix()
+        if rel in named or path.relative_to(refs).as_posix() in named:
+            yield rel, _read(path)
+
+
+def _templates() -> Iterator[str]:
+    folder = resources.files("skilltune.prompts")
+    for entry in folder.iterdir():
+        if entry.name.endswith(".md"):
+            yield entry.read_text(encoding="utf-8")
+
+
+@dataclass
+class Secrets:
+    """What must not reach a proposer: passages (n-gram -> where it comes from) and task ids."""
+
+    grams: dict[Gram, str] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)  # task id -> its split
+    unsearched_ids: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, suite: Suite, seed_texts: Iterable[str]) -> Secrets:
+        train = suite.splits.get("train") or []
+        held = [t for split in ("val", "test") for t in suite.splits.get(split) or []]
+        allowed_texts = [text for task in train for _, text in _task_texts(suite, task)]
+        allowed_texts += [r for _, r in _refs(suite, train)]
+        allowed_texts += list(seed_texts)
+        allowed_texts += list(_strings((suite.config.model_extra or {}).get("proposer_pool")))
+        allowed_texts += list(_templates())
+        allowed = {g for text in allowed_texts for g in _grams(text)}
+        allowed_ids = {tok for text in allowed_texts for tok in _ID_TOKEN.findall(text)}
+        allowed_ids |= {t.id for t in train}
+        secrets = cls()
+        for task in held:
+            for name, text in _task_texts(suite, task):
+                for gram in _grams(text):
+                    if gram not in allowed:
+                        secrets.grams.setdefault(gram, f"{task.split} task {task.id} ({name})")
+            if task.id in allowed_ids:
+                continue  # train text uses it as an ordinary word
+            if len(task.id) < MIN_ID_LEN or task.id.isdigit():
+                secrets.unsearched_ids.append(task.id)
+            else:
+                secrets.ids[task.id] = task.split
+        for name, text in _refs(suite, held):
+            if any(name in t or name.removeprefix("refs/") in t for t in allowed_texts):
+                continue  # a train task names it too
+            for gram in _grams(text):
+                if gram not in allowed:
+                    secrets.grams.setdefault(gram, f"reference {name}")
+        return secrets
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Secrets found in one document: passages (their text, and where they come from) and ids."""
+
+    passages: list[tuple[str, str]]
+    ids: list[str]
+
+
+def search(secrets: Secrets, text: str) -> Hit | None:
+    """The secret passages (merged where 8-word windows overlap) and ids in ``text``."""
+    w = words(text)
+    passages: list[tuple[str, str]] = []
+    start = end = -1
+    source = ""
+    for i in range(len(w) - NGRAM + 1):
+        where = secrets.grams.get(tuple(w[i : i + NGRAM]))
+        if where is None:
+            continue
+        if i <= end:  # overlaps the passage being built: extend it
+            end = i + NGRAM - 1
+            continue
+        if start >= 0:
+            passages.append((" ".join(w[start : end + 1]), source))
+        start, end, source = i, i + NGRAM - 1, where
+    if start >= 0:
+        passages.append((" ".join(w[start : end + 1]), source))
+    ids = _ids_in(secrets, text)
+    return Hit(passages, ids) if passages or ids else None
+
+
+def _ids_in(secrets: Secrets, text: str) -> list[str]:
+    found = {tok.strip(".:-") for tok in _ID_TOKEN.findall(text)} | set(_ID_TOKEN.findall(text))
+    hits = [task_id for task_id in secrets.ids if task_id in found]
+    # An id holding characters no token holds (a space, a slash) is looked for as a substring.
+    hits += [
+        task_id
+        for task_id in secrets.ids
+        if task_id not in hits and not _ID_TOKEN.fullmatch(task_id) and task_id in text
+    ]
+    return sorted(hits)

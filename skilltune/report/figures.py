@@ -1,0 +1,297 @@
+"""The report's plots, drawn with plotly (its script is inlined once by the page, never fetched).
+
+Each figure is aggregated per unit, arm or task, never per rollout, so a run of 200 units and
+50,000 rollouts draws a few hundred marks. Every figure returns an HTML fragment (a div and
+the call that draws it) with a stable id the tests and the page refer to.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from skilltune.report.model import RunSummary
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+KEEP, DISCARD, INCUMBENT, TEST, VAL = "#1a9850", "#8c8c8c", "#4575b4", "#d73027", "#fdae61"
+STAGE_COLORS = {
+    "baseline": "#6a3d9a", "rollout": "#4575b4", "reflect": "#fdae61", "edit": "#ffd92f", "screen": "#a6d96a",
+    "gate": "#1a9850", "compare": "#d73027", "slow_update": "#f46d43",
+}  # fmt: skip
+CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+
+
+def _html(fig: go.Figure, div_id: str, height: int, legend_y: float = 1.08) -> str:
+    import plotly.io as pio
+
+    fig.update_layout(
+        template="plotly_white", height=height, margin={"l": 60, "r": 20, "t": 40, "b": 60},
+        font={"family": "system-ui, sans-serif", "size": 12}, legend={"orientation": "h", "y": legend_y},
+    )  # fmt: skip
+    html: str = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=CONFIG)
+    return html
+
+
+def val_figure(summary: RunSummary) -> str | None:
+    """Val of candidate and incumbent per gated unit (top) and the gain with the gate's interval (bottom)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    gated = [u for u in summary.units if u.val_candidate is not None and u.val_incumbent is not None]
+    if not gated:
+        return None
+    names = [u.name for u in gated]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.55, 0.45])
+    colors = [KEEP if u.verdict == "keep" else DISCARD for u in gated]
+    hover = [f"{u.name}: {u.verdict} ({u.decision})<br>{u.reason}" for u in gated]
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=[u.val_incumbent for u in gated],
+            name="incumbent",
+            mode="markers",
+            marker={"color": INCUMBENT, "symbol": "circle-open", "size": 10},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=[u.val_candidate for u in gated],
+            name="candidate (green: kept)",
+            mode="markers",
+            marker={"color": colors, "size": 9},
+            hovertext=hover,
+            hoverinfo="text+y",
+        ),
+        row=1,
+        col=1,
+    )
+    with_interval = [u for u in gated if u.interval is not None]
+    gains = [u.interval.gain for u in with_interval if u.interval]
+    plus = [
+        (u.interval.high - u.interval.gain) if u.interval and u.interval.high is not None else 0
+        for u in with_interval
+    ]
+    minus = [
+        (u.interval.gain - u.interval.low) if u.interval and u.interval.low is not None else 0
+        for u in with_interval
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=[u.name for u in with_interval],
+            y=gains,
+            name="gain, gate interval",
+            mode="markers",
+            marker={"color": [KEEP if u.verdict == "keep" else DISCARD for u in with_interval], "size": 8},
+            error_y={
+                "type": "data",
+                "array": plus,
+                "arrayminus": minus,
+                "symmetric": False,
+                "thickness": 1.2,
+                "color": "#555",
+            },
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_hline(y=0, line={"color": "#444", "width": 1}, row=2, col=1)
+    if summary.min_effect is not None:
+        fig.add_hline(
+            y=summary.min_effect, line={"color": KEEP, "width": 1, "dash": "dot"}, row=2, col=1,
+            annotation_text="min effect", annotation_position="top left",
+        )  # fmt: skip
+    fig.update_yaxes(title_text=f"val {summary.metric}", row=1, col=1)
+    fig.update_yaxes(title_text="gain", row=2, col=1)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=names)
+    return _html(fig, "plot-val", 520)
+
+
+def held_out_figure(summary: RunSummary) -> str | None:
+    """Each arm on the held-out split with its 95% CI beside its val score (the val -> test gap),
+    and each pair's difference with its CI."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    held = summary.held_out
+    if held is None or not held.arms:
+        return None
+    fig = make_subplots(
+        rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12,
+        subplot_titles=(f"arms: {held.split} vs val", "paired difference (b - a), 95% CI"),
+    )  # fmt: skip
+    arms = held.arms
+    fig.add_trace(
+        go.Scatter(
+            x=[a.name for a in arms],
+            y=[a.mean for a in arms],
+            name=f"{held.split} (95% CI)",
+            mode="markers",
+            marker={"color": TEST, "size": 11},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [
+                    (a.high - a.mean) if a.high is not None and a.mean is not None else 0 for a in arms
+                ],
+                "arrayminus": [
+                    (a.mean - a.low) if a.low is not None and a.mean is not None else 0 for a in arms
+                ],
+            },
+        ),
+        row=1,
+        col=1,
+    )
+    with_val = [a for a in arms if a.val is not None]
+    fig.add_trace(
+        go.Scatter(
+            x=[a.name for a in with_val],
+            y=[a.val for a in with_val],
+            name="val",
+            mode="markers",
+            marker={"color": VAL, "size": 11, "symbol": "diamond"},
+        ),
+        row=1,
+        col=1,
+    )
+    pairs = held.pairs
+    fig.add_trace(
+        go.Scatter(
+            x=[p.diff for p in pairs],
+            y=[f"{p.b} - {p.a}" for p in pairs],
+            name="difference",
+            mode="markers",
+            marker={"color": [KEEP if p.verdict == "b_better" else DISCARD for p in pairs], "size": 11},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "color": "#555",
+                "array": [(p.high - p.diff) if p.high is not None else 0 for p in pairs],
+                "arrayminus": [(p.diff - p.low) if p.low is not None else 0 for p in pairs],
+            },
+            showlegend=False,
+        ),
+        row=1,
+        col=2,
+    )
+    fig.add_vline(x=0, line={"color": "#444", "width": 1}, row=1, col=2)
+    fig.update_yaxes(title_text=held.metric, range=[-0.02, 1.05], row=1, col=1)
+    fig.update_xaxes(range=[-1, 1], row=1, col=2)
+    return _html(fig, "plot-heldout", 380, legend_y=-0.15)
+
+
+def heatmap_figure(summary: RunSummary) -> str | None:
+    """Val tasks x units: the candidate's mean score per task in each unit's gate (buttons show the
+    incumbent's and the difference)."""
+    import plotly.graph_objects as go
+
+    heat = summary.heatmap
+    if heat is None or not heat.tasks or not heat.units:
+        return None
+    gain = [
+        [None if c is None or i is None else round(c - i, 4) for c, i in zip(crow, irow, strict=True)]
+        for crow, irow in zip(heat.candidate, heat.incumbent, strict=True)
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=heat.candidate,
+            x=heat.units,
+            y=heat.tasks,
+            zmin=0,
+            zmax=1,
+            colorscale="RdYlGn",
+            hoverongaps=False,
+            colorbar={"title": {"text": summary.metric}},
+            hovertemplate="%{y}<br>%{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    scales = {
+        "candidate": (heat.candidate, 0, 1),
+        "incumbent": (heat.incumbent, 0, 1),
+        "candidate - incumbent": (gain, -1, 1),
+    }
+    fig.update_layout(
+        updatemenus=[
+            {
+                "type": "buttons", "direction": "right", "x": 0, "y": 1.12, "xanchor": "left", "showactive": True,
+                "buttons": [
+                    {"label": label, "method": "restyle", "args": [{"z": [z], "zmin": [lo], "zmax": [hi]}]}
+                    for label, (z, lo, hi) in scales.items()
+                ],
+            }
+        ]
+    )  # fmt: skip
+    fig.update_yaxes(tickmode="array", tickvals=heat.tasks, autorange="reversed")
+    fig.update_xaxes(type="category")
+    return _html(fig, "plot-heatmap", min(1400, 160 + 18 * len(heat.tasks)))
+
+
+COST_MEASURES = ("seconds", "rollouts", "tokens", "usd")
+
+
+def cost_figure(summary: RunSummary) -> str | None:
+    """Wall time (buttons: rollouts, tokens, USD) per unit, stacked by stage."""
+    import plotly.graph_objects as go
+
+    units = [u.name for u in summary.units]
+    if not units:
+        return None
+    stages = sorted({s.stage for s in summary.stages if s.unit in set(units)}, key=_stage_order)
+    cells = {(s.unit, s.stage): s for s in summary.stages}
+
+    def values(stage: str, measure: str) -> list[float]:
+        return [float(getattr(cells[(u, stage)], measure)) if (u, stage) in cells else 0.0 for u in units]
+
+    fig = go.Figure(
+        [
+            go.Bar(x=units, y=values(stage, "seconds"), name=stage, marker={"color": STAGE_COLORS.get(stage)})
+            for stage in stages
+        ]
+    )
+    fig.update_layout(
+        barmode="stack", yaxis={"title": {"text": "seconds"}},
+        updatemenus=[
+            {
+                "type": "buttons", "direction": "right", "x": 0, "y": 1.2, "xanchor": "left",
+                "buttons": [
+                    {
+                        "label": "USD" if m == "usd" else m, "method": "update",
+                        "args": [{"y": [values(s, m) for s in stages]}, {"yaxis.title.text": m}],
+                    }
+                    for m in COST_MEASURES
+                ],
+            }
+        ],
+    )  # fmt: skip
+    fig.update_xaxes(type="category")
+    return _html(fig, "plot-cost", 380)
+
+
+def _stage_order(stage: str) -> tuple[int, str]:
+    order = list(STAGE_COLORS)
+    return (order.index(stage) if stage in order else len(order), stage)
+
+
+def all_figures(summary: RunSummary) -> dict[str, str | None]:
+    return {
+        "val": val_figure(summary),
+        "held_out": held_out_figure(summary),
+        "heatmap": heatmap_figure(summary),
+        "cost": cost_figure(summary),
+    }
+
+
+def plotly_script() -> str:
+    """plotly.js of the installed plotly (pinned in requirements/ci.txt), to inline in the page."""
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+def plotly_version() -> str:
+    import plotly
+
+    return str(plotly.__version__)

@@ -1,0 +1,255 @@
+"""The summary of a run directory: what report.html, ``view`` and ``status`` show, as plain models.
+
+Every figure here is derived from the run's files (``summarize`` in ``read.py``); nothing
+is measured again. Scores are on the run's gate metric (hard, soft or mixed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+RunState = Literal[
+    "success", "no-progress", "exhausted", "stopped", "blocked", "crash", "running", "interrupted"
+]
+
+
+class Interval(BaseModel):
+    """The gate's interval on the gain (candidate - incumbent) at its last round.
+
+    ``sequential``: low = gain - bound_t * se (the gate accepts when it is above 0), high = the
+    futility upper bound (it stops for futility when that is below ``min_effect``); the task-level
+    sign-flip test (run schema 5) accepts on its crossings, so low is None;
+    ``paired-z``: gain -/+ 1.645 se; ``strict`` records no spread (low = high = gain).
+    """
+
+    gain: float
+    low: float | None = None
+    high: float | None = None
+
+
+class GateRound(BaseModel):
+    index: int
+    replicates: int
+    candidate: float | None
+    incumbent: float | None
+    n_pairs: int
+    rollouts: int
+    gain: float | None = None
+    se: float | None = None
+    t: float | None = None
+    bound: float | None = None
+    upper: float | None = None
+    p: float | None = None  # the sign-flip test: this round's single-look p-value
+    crossed: int | None = None  # reference vectors crossed so far, of ``budget`` allowed
+    budget: int | None = None
+
+
+class Citation(BaseModel):
+    """A train trajectory an edit cites: a clipped excerpt, and its conversation's path relative to
+    the run directory (None when the rollout is not in the run)."""
+
+    id: str
+    task_id: str
+    status: str = ""
+    score: float | None = None
+    excerpt: str = ""
+    conversation: str | None = None
+
+
+class EditView(BaseModel):
+    op: str
+    file: str
+    anchor: str | None
+    text: str
+    rationale: str
+    kind: str
+    kept: bool
+    matched: str | None = None
+    citations: list[Citation] = Field(default_factory=list)
+
+
+class StageCost(BaseModel):
+    """One stage of one unit (journal.jsonl ``stage`` events; USD from the rollouts of its phase)."""
+
+    unit: str
+    stage: str
+    seconds: float = 0.0
+    rollouts: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+    calls: int = 0
+
+
+class UnitView(BaseModel):
+    """A step or epoch update: its verdict, evidence, edits and cost. ``verdict`` is ``running`` for
+    the unit a live run is in."""
+
+    name: str
+    kind: Literal["step", "epoch"]
+    index: int
+    epoch: int
+    verdict: Literal["keep", "discard", "running"]
+    decision: str = ""
+    reason: str = ""
+    candidate: str = ""
+    parent: str = ""
+    val_candidate: float | None = None
+    val_incumbent: float | None = None
+    interval: Interval | None = None
+    alpha: float | None = None
+    rounds: list[GateRound] = Field(default_factory=list)
+    rollouts: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    edits: list[str] = Field(default_factory=list)
+    # detail (report only)
+    proposed: list[EditView] = Field(default_factory=list)
+    diff: str = ""
+    guidance: str = ""
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+
+class ArmView(BaseModel):
+    name: str
+    skill: str
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+    n_tasks: int = 0
+    n_rollouts: int = 0
+    val: float | None = None  # the same skill's val score, when the run measured one
+
+
+class PairView(BaseModel):
+    a: str
+    b: str
+    diff: float
+    low: float | None
+    high: float | None
+    p_value: float | None
+    verdict: str
+
+
+class HeldOut(BaseModel):
+    split: str
+    metric: str
+    reps: int
+    contaminated: bool
+    arms: list[ArmView]
+    pairs: list[PairView]
+
+    def pair(self, a: str, b: str) -> PairView | None:
+        return next((p for p in self.pairs if p.a == a and p.b == b), None)
+
+
+class Heatmap(BaseModel):
+    """Val tasks x units: each cell is the mean over replicates of the unit's gate rollouts of the
+    candidate (and of the incumbent); None where the unit ran no gate on the task."""
+
+    tasks: list[str]
+    units: list[str]
+    candidate: list[list[float | None]]
+    incumbent: list[list[float | None]]
+
+
+class Version(BaseModel):
+    """A kept version: a commit of skill-repo/ (``label`` is ``seed``, ``step N`` or ``epoch N``)."""
+
+    commit: str
+    label: str
+    date: str
+    subject: str
+    best: bool = False
+
+
+class BudgetLine(BaseModel):
+    name: str
+    limit: float
+    spent: float
+
+    @property
+    def left(self) -> float:
+        return self.limit - self.spent
+
+
+class Totals(BaseModel):
+    rollouts: int = 0  # run here (records copied from a shared cache are counted in ``cached``)
+    cached: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+    usd_estimated: bool = False
+    seconds: float = 0.0  # active wall time over every session
+    statuses: dict[str, int] = Field(default_factory=dict)
+
+
+class InfraError(BaseModel):
+    where: str
+    task_id: str
+    status: str
+    reason: str
+
+
+class AuditFinding(BaseModel):
+    """One finding of ``skilltune audit`` as the report shows it (see ``read.read_audit``)."""
+
+    check: str
+    message: str
+    detail: str = ""
+
+
+class RunSummary(BaseModel):
+    root: str
+    tag: str
+    state: RunState
+    reason: str = ""
+    suite: str = ""
+    agent: str = ""
+    proposer: str = ""
+    gate: str = ""
+    mode: str = ""
+    metric: str = "mixed"
+    min_effect: float | None = None
+    started: str | None = None
+    updated: str | None = None
+    planned_steps: int = 0
+    planned_units: int = 0
+    planned_rollouts: int | None = None
+    seed_val: float | None = None
+    best_val: float | None = None
+    best: str = ""
+    units: list[UnitView] = Field(default_factory=list)
+    current: str | None = None  # the unit (and stage) a live run is in
+    eta_seconds: float | None = None
+    held_out: HeldOut | None = None
+    heatmap: Heatmap | None = None
+    stages: list[StageCost] = Field(default_factory=list)
+    lineage: list[Version] = Field(default_factory=list)
+    totals: Totals = Field(default_factory=Totals)
+    budgets: list[BudgetLine] = Field(default_factory=list)
+    infra_errors: list[InfraError] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    audit: list[AuditFinding] | None = None  # None: no audit.json in the run
+
+    @property
+    def live(self) -> bool:
+        return self.state == "running"
+
+    @property
+    def finished_units(self) -> list[UnitView]:
+        return [u for u in self.units if u.verdict != "running"]
+
+    @property
+    def steps_done(self) -> int:
+        return sum(1 for u in self.finished_units if u.kind == "step")
+
+    @property
+    def kept(self) -> int:
+        return sum(1 for u in self.units if u.verdict == "keep")
+
+    @property
+    def gain(self) -> PairView | None:
+        """The held-out gain of the best skill over the seed."""
+        return self.held_out.pair("S0", "best") if self.held_out else None

@@ -1,0 +1,112 @@
+"""report.html: one self-contained page (styles, plotly.js and data inlined; nothing fetched).
+
+Rendered with Jinja2 (autoescaped: every text from the run, the proposer's included, is escaped).
+``render_page`` takes where plotly.js comes from: inlined (the file on disk, which must open
+from an e-mail attachment) or a URL of the local ``view`` server (a live page reloads often).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+from typing import TYPE_CHECKING
+
+from skilltune import __version__
+from skilltune.report.figures import all_figures, plotly_script
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from skilltune.report.model import RunSummary
+
+
+@cache
+def _env() -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("skilltune.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["score"] = _score
+    env.filters["signed"] = _signed
+    env.filters["duration"] = _duration
+    env.filters["diffclass"] = _diff_class
+    env.filters["num"] = lambda v: f"{v:,}"
+    env.filters["usd"] = lambda v: f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
+    return env
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
+
+
+def _diff_class(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "dh"
+    if line.startswith("@@"):
+        return "dc"
+    if line.startswith("+"):
+        return "da"
+    if line.startswith("-"):
+        return "dd"
+    return ""
+
+
+def render_page(
+    summary: RunSummary,
+    *,
+    plotly_src: str | None = None,
+    live_url: str | None = None,
+    live_token: str = "",
+    home_url: str | None = None,
+) -> str:
+    """The report of ``summary``. ``plotly_src``: a URL to load plotly.js from (None: inline it);
+    ``live_url``: a URL answering the run's fingerprint, polled to reload the page when it differs
+    from ``live_token`` (the fingerprint the page was rendered from); ``home_url``: a link back to the list of runs."""
+    figures = all_figures(summary)
+    template = _env().get_template("report.html.j2")
+    return template.render(
+        s=summary,
+        fig=figures,
+        plotly_inline=None if plotly_src else plotly_script(),
+        plotly_src=plotly_src,
+        live_url=live_url,
+        live_token=live_token,
+        home_url=home_url,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+    )
+
+
+def render_index(summaries: list[RunSummary], runs_dir: str, problems: list[str], live_token: str) -> str:
+    """The view server's list of runs (it reloads when ``/_fingerprint`` differs from ``live_token``)."""
+    return (
+        _env()
+        .get_template("index.html.j2")
+        .render(
+            runs=summaries,
+            runs_dir=runs_dir,
+            problems=problems,
+            version=__version__,
+            live_url="/_fingerprint",
+            live_token=live_token,
+        )
+    )

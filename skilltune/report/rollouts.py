@@ -1,0 +1,184 @@
+"""The rollout records of a run, read once and tallied per unit, phase and task.
+
+A run of 50,000 rollouts is read in one pass into sums and per-task score lists; nothing
+per rollout is kept but the train rollouts an edit may cite and the infra errors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from skilltune.rundir import RunDir
+from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
+
+
+@dataclass
+class Tally:
+    """What a unit's rollouts (or one phase of them) used. ``rollouts`` counts those run here;
+    records copied from a shared cache cost nothing and are counted in ``cached``."""
+
+    rollouts: int = 0
+    cached: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+    usd_estimated: bool = False
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: RolloutRecord) -> None:
+        self.statuses[record.status] += 1
+        if record.cached_from:
+            self.cached += 1
+            return
+        self.rollouts += 1
+        self.tokens += (record.tokens_in or 0) + (record.tokens_out or 0)
+        self.usd += record.cost_usd or 0.0
+        self.usd_estimated = self.usd_estimated or record.cost_estimated
+
+
+@dataclass(frozen=True)
+class TrainRollout:
+    """A train rollout an edit may cite: where its files are (relative to the run directory)."""
+
+    folder: str
+    status: str
+    score: float | None
+    output: str
+    conversation: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A rollout that ended in an infra error, a crash or a scoring error."""
+
+    unit: str
+    task_id: str
+    status: str
+    reason: str
+
+
+FAILURES = ("infra_error", "crashed", "scoring_error")
+
+
+@dataclass
+class RunRollouts:
+    """Every rollout record of a run, tallied. Units are folder names (``step_0003``,
+    ``epoch_0001``; ``step_0000`` holds the seed's baseline, ``final`` the held-out test)."""
+
+    metric: str
+    total: Tally = field(default_factory=Tally)
+    units: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    phases: dict[tuple[str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
+    # (unit, phase, candidate hash, task id) -> the metric of each scored replicate
+    scores: dict[tuple[str, str, str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    # (unit, candidate hash, task id) -> the hard outcomes seen in the unit's gate
+    outcomes: dict[tuple[str, str, str], set[int]] = field(default_factory=lambda: defaultdict(set))
+    train: dict[tuple[str, str, int], TrainRollout] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    task_order: list[str] = field(default_factory=list)  # val tasks in the order first met
+    _seen: set[str] = field(default_factory=set)
+
+    def add(self, unit: str, folder: str, record: RolloutRecord) -> None:
+        """Count ``record``, found in ``folder`` (relative to the run directory, POSIX)."""
+        self.total.add(record)
+        self.units[unit].add(record)
+        self.phases[(unit, record.phase)].add(record)
+        value = record.score.metric(self.metric) if record.score else None
+        if value is not None:
+            self.scores[(unit, record.phase, record.candidate, record.task_id)].append(value)
+        if record.phase in ("gate", "eval") and record.split == "val":
+            if record.task_id not in self._seen:
+                self._seen.add(record.task_id)
+                self.task_order.append(record.task_id)
+            if record.phase == "gate" and record.score is not None:
+                self.outcomes[(unit, record.candidate, record.task_id)].add(record.score.hard)
+        if record.phase == "train":
+            rel = folder
+            self.train[(unit, record.task_id, record.replicate)] = TrainRollout(
+                folder=rel,
+                status=record.status,
+                score=value,
+                output=f"{rel}/{record.files.output}",
+                conversation=f"{rel}/{record.files.conversation}",
+            )
+        if record.status in FAILURES:
+            self.failures.append(Failure(unit, record.task_id, record.status, record.reason or ""))
+
+    def task_mean(self, unit: str, phase: str, candidate: str, task: str) -> float | None:
+        values = self.scores.get((unit, phase, candidate, task))
+        return sum(values) / len(values) if values else None
+
+    def accuracy(self, unit: str, phase: str, candidate: str) -> float | None:
+        """Mean over tasks of each task's mean over replicates (tasks weigh the same), as the run
+        computes val scores."""
+        means = [
+            sum(v) / len(v)
+            for (u, p, c, _), v in self.scores.items()
+            if (u, p, c) == (unit, phase, candidate)
+        ]
+        return round(sum(means) / len(means), 6) if means else None
+
+    def flaky_tasks(self) -> set[str]:
+        """Val tasks whose replicates disagreed (solved and failed) for one skill within one gate."""
+        return {task for (_, _, task), seen in self.outcomes.items() if len(seen) > 1}
+
+
+def record_paths(run: RunDir, units: str = "*") -> list[tuple[str, str]]:
+    """(unit, record folder relative to the run) of every rollout under ``steps/<units>/`` (a folder
+    name, or ``*``) and under ``final/``, in path order. The layout is fixed
+    (rollouts/PHASE/CAND12/ID_rK/), so folders are listed level by level, as strings: far cheaper
+    than a recursive glob over 50,000 rollouts."""
+    found: list[tuple[str, str]] = []
+    folders = [(e.name, f"steps/{e.name}") for e in _dirs(str(run.steps)) if units in ("*", e.name)]
+    folders.append(("final", "final"))
+    root = str(run.root)
+    for unit, folder in folders:
+        for phase in _dirs(os.path.join(root, folder, "rollouts")):  # noqa: PTH118 (strings: Path objects for 50,000 rollouts cost seconds)
+            for cand in _dirs(phase.path):
+                for rollout in _dirs(cand.path):
+                    found.append((unit, f"{folder}/rollouts/{phase.name}/{cand.name}/{rollout.name}"))
+    found.sort(key=lambda item: item[1])
+    return found
+
+
+def _dirs(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e for e in entries if e.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_record(path: str) -> RolloutRecord | None:
+    """A record.json through its model (None when the folder has none: a rollout never finished).
+
+    Validated straight from the bytes when it is of this schema version (the common case, and
+    twice as fast), else through ``RolloutRecord.read``, which migrates an older file and refuses
+    a newer one with its message."""
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123 (see record_paths)
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        record = RolloutRecord.model_validate_json(data)
+    except ValidationError:
+        return RolloutRecord.read(Path(path))
+    if "schema_version" not in record.model_fields_set or record.schema_version != SCHEMA_VERSION:
+        return RolloutRecord.read(Path(path))
+    return record
+
+
+def read_rollouts(run: RunDir, metric: str, units: str = "*") -> RunRollouts:
+    """Tally the records of ``units`` (a unit folder's name; ``*``: all) and of ``final/``."""
+    tally = RunRollouts(metric)
+    root = str(run.root)
+    for unit, folder in record_paths(run, units):
+        record = read_record(os.path.join(root, folder, "record.json"))  # noqa: PTH118
+        if record is not None:
+            tally.add(unit, folder, record)
+    return tally

@@ -1,0 +1,93 @@
+"""``skilltune status``: one terminal screen (Rich) for a live or finished run."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from skilltune.report.model import RunSummary
+
+STATE_STYLE = {
+    "success": "bold green", "no-progress": "bold", "running": "bold blue", "stopped": "bold yellow",
+    "exhausted": "bold yellow", "interrupted": "bold yellow", "blocked": "bold red", "crash": "bold red",
+}  # fmt: skip
+LAST_VERDICTS = 5
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def status_screen(s: RunSummary) -> RenderableType:
+    """State, step, ETA, best val, the last verdicts, budget left and infra errors of the run."""
+    head = Text.assemble((f"{s.tag}  ", "bold"), (s.state, STATE_STYLE.get(s.state, "bold")), f"  {s.reason}")
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    steps = sum(1 for u in s.finished_units if u.kind == "step")
+    facts.add_row(
+        "step",
+        f"{steps} of {s.planned_steps} steps ({len(s.finished_units)} of {s.planned_units} units, {s.kept} kept)",
+    )
+    if s.current:
+        facts.add_row("now", s.current)
+    if s.live:
+        facts.add_row("ETA", f"{_duration(s.eta_seconds)} (remaining units at the mean unit's wall time)")
+    facts.add_row("val", f"seed {_score(s.seed_val)} -> best {_score(s.best_val)} ({s.best[:12]})")
+    gain = s.gain
+    if gain is not None:
+        held = s.held_out
+        split = held.split if held else "test"
+        facts.add_row(
+            "held-out",
+            f"best - S0 on {split}: {gain.diff:+.3f} [{_score(gain.low)}, {_score(gain.high)}] ({gain.verdict})",
+        )
+    t = s.totals
+    spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {_duration(t.seconds)} wall"
+    facts.add_row("spent", spent + (f" ({t.cached:,} rollouts from the cache)" if t.cached else ""))
+    for line in s.budgets:
+        facts.add_row(f"budget {line.name}", f"{line.left:,.6g} left of {line.limit:,.6g}")
+    if not s.budgets:
+        facts.add_row("budget", "none set")
+    failures: dict[str, int] = {}
+    for f in s.infra_errors:
+        failures[f.status] = failures.get(f.status, 0) + 1
+    facts.add_row(
+        "infra errors",
+        ", ".join(f"{n} {status}" for status, n in sorted(failures.items())) if failures else "none",
+    )
+
+    verdicts = Table(title="last verdicts", title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("unit", "verdict", "val cand.", "val inc.", "reason"):
+        verdicts.add_column(col, no_wrap=col != "reason")
+    for u in s.units[-LAST_VERDICTS:]:
+        style = {"keep": "green", "running": "blue"}.get(u.verdict, "")
+        verdicts.add_row(
+            u.name,
+            Text(u.verdict, style=style),
+            _score(u.val_candidate),
+            _score(u.val_incumbent),
+            u.reason or u.decision,
+        )
+    parts: list[RenderableType] = [head, facts]
+    if s.units:
+        parts.append(verdicts)
+    if s.infra_errors:
+        last = s.infra_errors[-3:]
+        parts.append(
+            Text(
+                "\n".join(f"  {f.where} {f.task_id}: {f.status}: {f.reason[:120]}" for f in last), style="red"
+            )
+        )
+    for warning in s.warnings[:4]:
+        parts.append(Text(f"warning: {warning}", style="yellow"))
+    return Group(*parts)

@@ -1,0 +1,167 @@
+"""One unit of a run as the report shows it: verdict and gate rounds, and (in detail) the skill's
+diff, the proposer's edits with their rationale and the trajectories they cite."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
+from skilltune.report.rollouts import RunRollouts
+from skilltune.rundir import RunDir
+from skilltune.runfiles import ReflectionsFile, SlowUpdateFile, UnitRecord, Verdict
+from skilltune.skill import Candidate
+
+EXCERPT_CHARS = 600
+DIFF_LINES = 400
+PAIRED_Z = 1.645
+
+
+def unit_view(record: UnitRecord, folder: Path) -> UnitView:
+    """The unit's record and its gate's rounds (cheap: two small files)."""
+    view = UnitView(
+        name=folder.name, kind=record.kind, index=record.index, epoch=record.epoch,
+        verdict=record.verdict, decision=record.decision, reason=record.reason,
+        candidate=record.candidate, parent=record.parent, val_candidate=record.val_candidate,
+        val_incumbent=record.val_incumbent, alpha=record.alpha, rollouts=record.rollouts,
+        tokens=record.tokens, cost_usd=record.cost_usd, edits=record.edits,
+    )  # fmt: skip
+    gate = folder / "gate.json"
+    if gate.is_file():
+        verdict = Verdict.read(gate)
+        view.rounds = [_round(r.model_dump()) for r in verdict.rounds]
+        view.interval = _interval(view.rounds[-1]) if view.rounds else None
+    return view
+
+
+def _round(raw: dict[str, object]) -> GateRound:
+    stat = raw.pop("statistic", {})
+    assert isinstance(stat, dict)
+    gain = stat.get("mean_gain", stat.get("mean_diff"))
+    se = stat.get("se")
+    sd, tasks = stat.get("sd"), stat.get("tasks")
+    if se is None and isinstance(sd, float | int) and isinstance(tasks, int) and tasks > 1:
+        se = sd / tasks**0.5  # the sign-flip test records the sd of its per-task differences
+    return GateRound.model_validate(
+        {
+            **raw,
+            "gain": gain,
+            "se": se,
+            "t": stat.get("t", stat.get("z")),
+            "bound": stat.get("bound_t"),
+            "upper": stat.get("upper"),
+            "p": stat.get("p"),
+            "crossed": stat.get("crossed"),
+            "budget": stat.get("budget"),
+        }
+    )
+
+
+def _interval(last: GateRound) -> Interval | None:
+    if last.gain is None:
+        return None
+    if last.bound is not None and last.se is not None:  # sequential: the accept side and the futility side
+        return Interval(gain=last.gain, low=last.gain - last.bound * last.se, high=last.upper)
+    if last.p is not None:  # the sign-flip test accepts on crossings, not on an interval: futility side only
+        return Interval(gain=last.gain, low=None, high=last.upper)
+    if last.se is not None:  # paired-z
+        return Interval(
+            gain=last.gain, low=last.gain - PAIRED_Z * last.se, high=last.gain + PAIRED_Z * last.se
+        )
+    return Interval(gain=last.gain, low=last.gain, high=last.gain)
+
+
+class SkillVersions:
+    """The skill's files at each version the run made, by content hash (the seed, and every
+    unit's candidate/ folder), read when first asked for."""
+
+    def __init__(self, run: RunDir, seed: Candidate) -> None:
+        self.run = run
+        self.seed = seed
+        self._folders: dict[str, Path] = {}
+        self._loaded: dict[str, Candidate] = {seed.hash: seed}
+
+    def add(self, candidate_hash: str, folder: Path) -> None:
+        if (folder / "candidate").is_dir():
+            self._folders.setdefault(candidate_hash, folder / "candidate")
+
+    def get(self, candidate_hash: str) -> Candidate | None:
+        if candidate_hash not in self._loaded:
+            folder = self._folders.get(candidate_hash)
+            if folder is None:
+                return None
+            self._loaded[candidate_hash] = Candidate.load(folder, self.seed)
+        return self._loaded[candidate_hash]
+
+
+def skill_diff(before: Candidate | None, after: Candidate | None) -> str:
+    """A unified diff of every file of the skill (clipped to DIFF_LINES lines)."""
+    if before is None or after is None or before.hash == after.hash:
+        return ""
+    lines: list[str] = []
+    for path in sorted(set(before.files) | set(after.files)):
+        old = before.files.get(path, "").splitlines(keepends=True)
+        new = after.files.get(path, "").splitlines(keepends=True)
+        lines += difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", n=2)
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    clipped = text.splitlines(keepends=True)
+    if len(clipped) > DIFF_LINES:
+        return "".join(clipped[:DIFF_LINES]) + f"... ({len(clipped) - DIFF_LINES} more lines)\n"
+    return text
+
+
+def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start and the end of ``text`` (where agents say what they did and how it ended)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]}\n[... {len(text) - limit} characters ...]\n{text[-(limit - head) :]}"
+
+
+def add_detail(view: UnitView, run: RunDir, rollouts: RunRollouts | None, versions: SkillVersions) -> None:
+    """Fill the unit's edits (with rationale and cited trajectories), diff and slow-update guidance."""
+    folder = run.unit_dir(view.kind, view.index)
+    view.diff = skill_diff(versions.get(view.parent), versions.get(view.candidate))
+    reflections = folder / "reflections.json"
+    if reflections.is_file():
+        answer = ReflectionsFile.read(reflections)
+        view.notes = answer.notes
+        kept_texts = {" ".join(edit.split()) for edit in view.edits}
+        for edit in answer.edits:
+            kept = " ".join(edit.compact().split()) in kept_texts
+            view.proposed.append(
+                EditView(
+                    op=edit.op,
+                    file=edit.file,
+                    anchor=edit.anchor,
+                    text=edit.text,
+                    rationale=edit.rationale,
+                    kind=edit.kind,
+                    kept=kept,
+                    matched=edit.matched,
+                    citations=[_citation(s, folder.name, run.root, rollouts) for s in edit.support],
+                )
+            )
+    slow = folder / "slow_update.json"
+    if slow.is_file():
+        view.guidance = SlowUpdateFile.read(slow).guidance
+
+
+def _citation(support: str, unit: str, root: Path, rollouts: RunRollouts | None) -> Citation:
+    task_id, _, rep = support.rpartition("#r")
+    found = None
+    if rollouts is not None and rep.isdigit():
+        found = rollouts.train.get((unit, task_id, int(rep)))
+    if found is None:
+        return Citation(id=support, task_id=task_id or support)
+    output = root / found.output
+    excerpt = clip(output.read_text(encoding="utf-8", errors="replace")) if output.is_file() else ""
+    return Citation(
+        id=support,
+        task_id=task_id,
+        status=found.status,
+        score=found.score,
+        excerpt=excerpt,
+        conversation=found.conversation if (root / found.conversation).is_file() else None,
+    )

@@ -1,0 +1,70 @@
+"""Runs the report tests read: the mock demo trained for real (the mock agent and proposer)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import MOCK_SKILL, MOCK_SUITE
+
+DEMO: dict[str, Any] = {"max_steps": 8, "seed": 1, "alpha": 0.2}  # what `make demo` runs
+
+
+def train_demo(runs_dir: Path, tag: str = "demo", **settings: Any) -> Path:
+    import skilltune
+
+    skilltune.train(MOCK_SUITE, MOCK_SKILL, tag=tag, runs_dir=str(runs_dir), **{**DEMO, **settings})
+    return runs_dir / tag
+
+
+class _StopAfterBaseline:
+    """A reporter that asks the run to stop once the seed's baseline is done (a STOP file, as a user
+    would): the run ends ``stopped`` before its first unit, and ``resume`` continues it."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = run
+
+    def update(self, progress: object) -> None:
+        (self.run / "STOP").write_text("")
+
+    def line(self, text: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def train_stopped(runs_dir: Path, tag: str, **settings: Any) -> Path:
+    """A demo run stopped after its baseline (STOP removed again, so ``resume`` may continue it)."""
+    import skilltune
+
+    run = runs_dir / tag
+    skilltune.train(
+        MOCK_SUITE, MOCK_SKILL, tag=tag, runs_dir=str(runs_dir), reporter=_StopAfterBaseline(run),
+        **{**DEMO, **settings},
+    )  # fmt: skip
+    (run / "STOP").unlink()
+    return run
+
+
+def tree_digest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every file under ``root`` (skill-repo's .git included) with the sha256 of its bytes."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).as_posix() not in skip
+    }
+
+
+def results_rows(run: Path) -> list[dict[str, str]]:
+    """results.tsv as the run wrote it (an independent source for the report's counts)."""
+    header, *lines = (run / "results.tsv").read_text().splitlines()
+    return [dict(zip(header.split("\t"), line.split("\t"), strict=True)) for line in lines]
+
+
+def val_tasks() -> list[str]:
+    return [
+        json.loads(line)["id"] for line in (MOCK_SUITE / "val.jsonl").read_text().splitlines() if line.strip()
+    ]

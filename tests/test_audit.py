@@ -1,0 +1,205 @@
+"""skilltune audit: a clean demo run passes; planted leaks, protected-block changes and the other
+faults each raise their own finding (exit 1); the end of train writes audit.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from skilltune.audit import audit
+from skilltune.cli import app
+from skilltune.leakage import Secrets, search, words
+from skilltune.progress import PlainReporter
+from skilltune.propose.base import PROPOSERS
+from skilltune.propose.mock import MockProposer
+from skilltune.propose.model import EvidencePacket, Proposal
+from skilltune.rundir import RunDir
+from skilltune.runfiles import AuditFile, ReflectionsFile, RolloutRecord, UnitRecord
+from skilltune.skill import load_skill
+from skilltune.suite import load_suite
+from skilltune.train import train
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, rule_task, write_suite
+
+runner = CliRunner()
+VAL_PROMPT = json.loads((MOCK_SUITE / "val.jsonl").read_text().splitlines()[0])["prompt"]
+
+
+def _quiet() -> dict[str, Any]:
+    return {"reporter": PlainReporter(quiet=True)}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    """The mock demo with `make demo`'s settings (8 steps, seed 1, alpha 0.2)."""
+    runs = tmp_path_factory.mktemp("runs")
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, alpha=0.2, **_quiet()
+    )
+    assert result.state == "success" and result.kept >= 1
+    return RunDir(runs / "demo")
+
+
+@pytest.fixture
+def run_copy(demo_run: RunDir, tmp_path: Path) -> RunDir:
+    shutil.copytree(demo_run.root, tmp_path / "demo", symlinks=True)
+    return RunDir(tmp_path / "demo")
+
+
+def _checks(run: RunDir) -> set[str]:
+    return {f.check for f in audit(run.root).findings}
+
+
+def test_the_mock_demo_run_is_clean_and_train_wrote_its_audit(demo_run: RunDir) -> None:
+    written = AuditFile.read(demo_run.audit)  # the end of train ran the audit
+    assert written.clean and written.findings == []
+    assert written.searched["passages"] > 1000 and written.searched["ids"] == 30  # 16 val + 14 test ids
+    assert written.searched["documents"] >= 20
+    result = runner.invoke(app, ["audit", str(demo_run.root)])
+    assert result.exit_code == 0, result.output
+    assert "clean" in result.output
+
+
+def test_a_planted_protected_block_change_is_flagged(run_copy: RunDir) -> None:
+    # A discarded step whose candidate rewrote the slow-update block (lint should have stopped it):
+    # the candidate and its record agree, so only the protected-block check can see it.
+    step = next(
+        r for r in (UnitRecord.read(p) for p in sorted(run_copy.steps.glob("step_*/step.json")))
+        if r.verdict == "discard" and r.decision == "reject"
+    )  # fmt: skip
+    folder = run_copy.unit_dir("step", step.index)
+    skill_md = folder / "candidate" / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("step edits never change this block", "steps may edit"))
+    changed = load_skill(folder / "candidate")
+    step.model_copy(update={"candidate": changed.hash}).write(folder / "step.json")
+    result = runner.invoke(app, ["audit", str(run_copy.root)])
+    assert result.exit_code == 1, result.output
+    found = AuditFile.read(run_copy.audit)
+    assert {f.check for f in found.findings} == {"protected-block"}
+    assert found.findings[0].where == f"steps/{folder.name}/candidate/SKILL.md"
+    assert "slow-update" in found.findings[0].message and "protected-block (1)" in result.output
+
+
+def test_a_planted_val_prompt_in_a_proposer_answer_is_flagged(run_copy: RunDir) -> None:
+    path = run_copy.unit_dir("step", 3) / "reflections.json"
+    reflections = ReflectionsFile.read(path)
+    prompt = VAL_PROMPT.split()
+    assert len(prompt) > 12
+    leaked = " ".join(prompt[1:10])  # nine words from the middle of a val prompt, reworded around
+    reflections.calls[0].response += f"\nNote: the team saw that {leaked.upper()}!"
+    reflections.write(path)
+    found = audit(run_copy.root)
+    assert [f.check for f in found.findings] == ["leak"]
+    (leak,) = found.findings
+    assert leak.where == "steps/step_0003/reflections.json calls[0] (analyst) response"
+    assert "val task val-redis-eviction (prompt)" in leak.message
+    assert leak.details["passages"][0]["text"] == " ".join(words(leaked))
+
+
+@pytest.mark.parametrize(
+    "check", ["contract-drift", "agent-drift", "contaminated-gate", "rejected-edit", "best-lineage"]
+)
+def test_each_planted_fault_raises_its_own_finding(run_copy: RunDir, check: str) -> None:
+    gate_records = sorted(run_copy.unit_dir("step", 3).glob("rollouts/gate/*/*/record.json"))
+    if check == "contract-drift":
+        record = RolloutRecord.read(gate_records[0])
+        assert record.score is not None
+        record.model_copy(update={"score": record.score.model_copy(update={"contract": "f" * 64})}).write(
+            gate_records[0]
+        )
+    elif check == "agent-drift":  # a resume after the agent CLI was upgraded: step 3 ran another version
+        for path in gate_records:
+            RolloutRecord.read(path).model_copy(update={"options_hash": "0" * 64}).write(path)
+    elif check == "contaminated-gate":
+        record = RolloutRecord.read(gate_records[-1])
+        record.model_copy(update={"status": "infra_error", "score": None}).write(gate_records[-1])
+    elif check == "rejected-edit":  # step 7's proposer proposes step 3's rejected edit again
+        rejected = ReflectionsFile.read(run_copy.unit_dir("step", 3) / "reflections.json").edits[0]
+        path = run_copy.unit_dir("step", 7) / "reflections.json"
+        later = ReflectionsFile.read(path)
+        later.model_copy(update={"edits": [*later.edits, rejected]}).write(path)
+    else:  # best_skill/ is not the last kept version
+        (run_copy.best_dir / "SKILL.md").write_text(MOCK_SKILL.joinpath("SKILL.md").read_text())
+    assert UnitRecord.read(run_copy.unit_dir("step", 3) / "step.json").decision == "reject"
+    assert _checks(run_copy) == {check}
+
+
+def test_an_audit_needs_the_runs_suite_and_says_how_to_give_it(run_copy: RunDir, tmp_path: Path) -> None:
+    config = json.loads(run_copy.config.read_text()) | {"suite": str(tmp_path / "moved")}
+    run_copy.config.write_text(json.dumps(config))
+    run_copy.audit.unlink()
+    result = runner.invoke(app, ["audit", str(run_copy.root)])
+    assert result.exit_code == 2 and "--suite PATH" in result.output
+    assert not run_copy.audit.exists()  # bad input writes nothing
+    result = runner.invoke(app, ["audit", str(run_copy.root), "--suite", str(MOCK_SUITE)])
+    assert result.exit_code == 0, result.output
+
+
+def test_leak_search_rules(tmp_path: Path) -> None:
+    shared = "Check the queue backlog before you restart any of the worker pods today"
+    suite = load_suite(
+        write_suite(
+            tmp_path / "suite",
+            train=[rule_task("train-one", ["a"], prompt=f"Train prompt. {shared}.")],
+            val=[
+                rule_task(
+                    "val-secret-task",
+                    ["a"],
+                    prompt=f"{shared}. The billing export double counts refunds issued after midnight UTC.",
+                ),
+                rule_task("v1", ["a"]),
+            ],
+        )
+    )
+    secrets = Secrets.of(suite, ["seed skill text"])
+    assert secrets.unsearched_ids == ["v1"]
+    # eight words of val text, however they are punctuated or escaped, are a leak; seven are not
+    assert search(secrets, "so: The billing EXPORT double-counts refunds issued after\\nmidnight") is not None
+    assert search(secrets, "the billing export double counts refunds issued") is None
+    # text the train split holds too is not a leak, nor is the prompt template's own wording
+    assert search(secrets, shared) is None
+    assert search(secrets, "Read the trajectories and propose at most 4 small edits to the skill") is None
+    hit = search(secrets, 'support: ["val-secret-task#r0"]')
+    assert hit is not None and hit.ids == ["val-secret-task"]
+    assert search(secrets, "val-secret-tasks") is None
+
+
+class LeakyProposer(MockProposer):
+    """A proposer that copies a val prompt into its answer: what the audit exists to catch."""
+
+    name = "leaky"
+
+    def propose(self, packet: EvidencePacket) -> Proposal:
+        proposal = super().propose(packet)
+        leak = self.suite.tasks("val")[0].prompt
+        edits = [e.model_copy(update={"rationale": f"{e.rationale}; as in: {leak}"}) for e in proposal.edits]
+        return proposal.model_copy(update={"edits": edits})
+
+
+@pytest.fixture
+def leaky() -> Iterator[str]:
+    PROPOSERS.register(LeakyProposer.name, LeakyProposer)
+    try:
+        yield LeakyProposer.name
+    finally:
+        PROPOSERS.unregister(LeakyProposer.name)
+
+
+def test_train_audits_at_its_end_and_a_leak_does_not_change_its_exit_code(leaky: str, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--proposer", leaky, "--tag", "leak",
+         "--max-steps", "2", "--seed", "1", "--runs-dir", str(tmp_path), "-q"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "the audit found" in result.output and "skilltune audit" in result.output
+    found = AuditFile.read(RunDir(tmp_path / "leak").audit)
+    leaks = [f for f in found.findings if f.check == "leak"]
+    assert leaks and all("val-redis-eviction" in f.message for f in leaks)
+    assert any(f.where.startswith("steps/step_0001/reflections.json edits[") for f in leaks)
+    assert (tmp_path / "leak" / "TERMINAL").read_text().split(":")[0] in ("success", "no-progress")

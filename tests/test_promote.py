@@ -1,0 +1,200 @@
+"""skilltune promote: a run's kept changes merged into a live skill that moved on since the seed;
+clean hunks apply, conflicting ones are named and left out, nothing is written without --apply."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from skilltune.cli import app
+from skilltune.progress import PlainReporter
+from skilltune.promote import merge_file, promote
+from skilltune.propose.base import PROPOSERS
+from skilltune.propose.mock import MockProposer
+from skilltune.propose.model import Edit, EvidencePacket, Proposal
+from skilltune.rundir import RunDir
+from skilltune.train import train
+from tests.helpers import MOCK_SKILL, MOCK_SUITE
+
+runner = CliRunner()
+SUMMARY = "- Open with a three-sentence summary: what broke, who was affected, and how it was resolved."
+IMPACT = (
+    "- Put numbers on the customer impact: how many users, how many minutes, how many requests failed.\n"
+    "- Say how the problem was detected and how long it ran before anyone was alerted."
+)
+OWNERS = "- Give each action item an owner and a due date so follow-ups actually get done."
+
+
+class ScriptedProposer(MockProposer):
+    """Step 1 inserts two rules after the summary rule; step 2 appends one at the end of the body."""
+
+    name = "scripted"
+
+    def propose(self, packet: EvidencePacket) -> Proposal:
+        support = [t.id for t in packet.failures[:1]]
+        script = {
+            1: Edit(op="insert_after", file=packet.skill_main, anchor=SUMMARY, text=IMPACT,
+                    rationale="readers could not size the impact", support=support),
+            2: Edit(op="append", file=packet.skill_main, text=OWNERS, rationale="action items had no owners",
+                    support=support),
+        }  # fmt: skip
+        return Proposal(edits=[script[packet.step]] if packet.step in script else [])
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[str]:
+    PROPOSERS.register(ScriptedProposer.name, ScriptedProposer)
+    try:
+        yield ScriptedProposer.name
+    finally:
+        PROPOSERS.unregister(ScriptedProposer.name)
+
+
+def _train(skill: Path, runs: Path, proposer: str) -> RunDir:
+    """Two steps, both kept (the strict gate keeps what the mock agent shows to be better)."""
+    result = train(
+        MOCK_SUITE, skill, tag="p", runs_dir=str(runs), max_steps=2, seed=1, gate="strict", proposer=proposer,
+        reporter=PlainReporter(quiet=True),
+    )  # fmt: skip
+    assert result.state == "success" and result.kept == 2, result.reason
+    return RunDir(runs / "p")
+
+
+@pytest.fixture(scope="module")
+def run(scripted: str, tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    return _train(MOCK_SKILL, tmp_path_factory.mktemp("runs"), scripted)
+
+
+def _git(folder: Path, *args: str) -> str:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=folder, env=env, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+
+
+def _moved_on(tmp_path: Path) -> Path:
+    """The user's skill in their own repository, changed since the run's seed was taken: the summary
+    rule reworded (the line step 1 inserted after) and the introduction edited (nothing the run touched)."""
+    live = tmp_path / "live"
+    shutil.copytree(MOCK_SKILL, live)
+    _git(live, "init", "-q")
+    _git(live, "add", "-A")
+    _git(live, "commit", "-q", "-m", "seed")
+    text = (live / "SKILL.md").read_text()
+    text = text.replace(SUMMARY, "- Open with a two-sentence summary: what broke and for whom.")
+    text = text.replace("plain prose plus a timeline table", "plain prose, a timeline table and a glossary")
+    (live / "SKILL.md").write_text(text)
+    _git(live, "commit", "-q", "-am", "moved on")
+    return live
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_clean_hunks_apply_a_conflict_is_named_and_nothing_is_written_without_apply(
+    run: RunDir, tmp_path: Path
+) -> None:
+    live = _moved_on(tmp_path)
+    before = _tree(live)  # the repository's own files included
+    result = runner.invoke(app, ["promote", str(run.root), "--to", str(live)])
+    assert result.exit_code == 1, result.output  # a hunk conflicts
+    assert _tree(live) == before
+    output = " ".join(result.output.split())
+    assert "hunk 1/2 SKILL.md at seed line 13: conflict" in output
+    assert "hunk 2/2 SKILL.md at seed line 18: clean" in output
+    assert "step_0001: gate accept" in output and "readers could not size the impact" in output
+    assert "step_0002: gate accept" in output and "action items had no owners" in output
+    assert "<<<<<<< live - Open with a two-sentence summary: what broke and for whom." in output
+    assert output.count("held-out (test, mixed) for the whole patch: S0 0.") == 1
+    assert "left out" in output and "nothing written: add --apply" in output
+
+    plan = promote(run.root, live)
+    assert [h.status for h in plan.hunks] == ["conflict", "clean"]
+    assert [[u.unit for u in h.units] for h in plan.hunks] == [["step_0001"], ["step_0002"]]
+    assert plan.hunks[0].added == [line + "\n" for line in IMPACT.splitlines()]
+    assert plan.held_out is not None and plan.held_out.verdict == "b_better"
+    # the patch is one git can apply to the live skill as it is
+    (tmp_path / "patch").write_text(plan.patch)
+    _git(live, "apply", "--check", str(tmp_path / "patch"))
+
+
+def test_apply_writes_the_clean_hunks_keeps_the_live_changes_and_commits_nothing(
+    run: RunDir, tmp_path: Path
+) -> None:
+    live = _moved_on(tmp_path)
+    head = _git(live, "rev-parse", "HEAD")
+    expected = tmp_path / "expected"
+    shutil.copytree(live, expected)
+    (tmp_path / "patch").write_text(promote(run.root, live).patch)
+    _git(expected, "apply", str(tmp_path / "patch"))
+
+    result = runner.invoke(app, ["promote", str(run.root), "--to", str(live), "--apply"])
+    assert result.exit_code == 1, result.output
+    assert "applied 1 hunk(s)" in result.output and "nothing was committed" in result.output
+    text = (live / "SKILL.md").read_text()
+    assert OWNERS in text and "two-sentence summary" in text and "and a glossary" in text
+    assert "Put numbers on the customer impact" not in text  # the conflicting hunk is not forced
+    assert "<<<<<<<" not in text
+    assert text == (expected / "SKILL.md").read_text()
+    assert _git(live, "rev-parse", "HEAD") == head
+    assert _git(live, "diff", "--cached", "--name-only") == ""  # nothing staged
+    assert _git(live, "status", "--porcelain") == " M SKILL.md\n"
+
+
+def test_a_live_skill_equal_to_the_seed_takes_the_whole_best(run: RunDir, tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    shutil.copytree(MOCK_SKILL, live)
+    result = runner.invoke(app, ["promote", str(run.root), "--to", str(live), "--apply"])
+    assert result.exit_code == 0, result.output
+    assert _tree(live) == _tree(run.best_dir)
+
+
+def test_a_change_the_live_skill_already_holds_is_present_not_added_twice(
+    run: RunDir, tmp_path: Path
+) -> None:
+    live = tmp_path / "live"
+    shutil.copytree(run.best_dir, live)  # someone copied the best version by hand
+    plan = promote(run.root, live, apply=True)
+    assert [h.status for h in plan.hunks] == ["present", "present"]
+    assert plan.files == {} and plan.patch == ""
+    assert _tree(live) == _tree(run.best_dir)
+
+
+def test_a_single_instruction_file_is_promoted_into_the_users_file(scripted: str, tmp_path: Path) -> None:
+    seed = tmp_path / "AGENTS.md"
+    shutil.copy(MOCK_SKILL / "SKILL.md", seed)
+    file_run = _train(seed, tmp_path / "runs", scripted)
+    live = tmp_path / "repo" / "CLAUDE.md"  # the same instructions under the user's own file name
+    live.parent.mkdir()
+    shutil.copy(seed, live)
+    plan = promote(file_run.root, live)
+    assert [h.status for h in plan.hunks] == ["clean", "clean"] and list(plan.files) == [str(live)]
+    assert plan.patch.startswith("--- a/CLAUDE.md\n+++ b/CLAUDE.md\n")
+    assert live.read_text() == seed.read_text()  # not applied
+    promote(file_run.root, live, apply=True)
+    assert live.read_text() == file_run.best_md.read_text()
+    assert sorted(p.name for p in live.parent.iterdir()) == ["CLAUDE.md"]
+
+
+def test_bad_input_is_refused_with_the_fix(run: RunDir, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["promote", str(run.root), "--to", str(tmp_path / "empty")])
+    assert result.exit_code == 2 and "give the live skill folder (with SKILL.md)" in result.output
+    result = runner.invoke(app, ["promote", str(tmp_path), "--to", str(MOCK_SKILL)])
+    assert result.exit_code == 2 and "not a skilltune run directory" in result.output
+    assert not any((tmp_path / "empty").iterdir())
+
+
+def test_merge_file_is_gits_three_way_merge() -> None:
+    assert merge_file("a\nB\nc\n", "a\nb\nc\n", "a\nb\nc\nd\n") == ("a\nB\nc\nd\n", 0)
+    merged, conflicts = merge_file("a\nB\nc\n", "a\nb\nc\n", "a\nX\nc\n")
+    assert conflicts == 1 and "<<<<<<< live\nB\n||||||| seed\nb\n=======\nX\n>>>>>>> run\n" in merged

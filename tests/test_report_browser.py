@@ -1,0 +1,91 @@
+"""report.html of the mock demo in headless Chromium: every plot draws one mark per unit, arm or
+task; no console error; no network request; a screenshot for the docs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from skilltune.report import write_report
+from skilltune.runfiles import Comparison
+from tests.chromium import chromium, marks, open_page
+from tests.helpers import REPO
+from tests.report_runs import results_rows, train_demo, val_tasks
+
+DOCS = REPO / "docs"
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Under docs/ when asked for (`make screenshots`), else a temporary file."""
+    return (DOCS if os.environ.get("SKILLTUNE_SCREENSHOTS") == "docs" else tmp_path) / name
+
+
+def expected_marks(run: Path) -> dict[str, list[int]]:
+    """Marks per trace of each plot, counted from the run's own files (not from the report's reader)."""
+    rows = results_rows(run)
+    units = len(rows)
+    gated = sum(1 for r in rows if r["val_candidate"])
+    comparison = Comparison.read(run / "comparison.json")
+    arms = len(comparison.arms)
+    return {
+        "plot-val": [gated, gated, gated],  # incumbent, candidate, gain with the gate's interval
+        "plot-heldout": [arms, arms - ("noskill" in comparison.arms), len(comparison.pairs)],
+        "plot-cost": [units],  # every stage's trace holds one bar per unit
+    }
+
+
+def check_page(watched: object, run: Path, origin: str) -> None:
+    from tests.chromium import Watched
+
+    assert isinstance(watched, Watched)
+    drawn = marks(watched.page)
+    expected = expected_marks(run)
+    assert drawn["plot-val"]["traces"] == expected["plot-val"]
+    assert drawn["plot-heldout"]["traces"] == expected["plot-heldout"]
+    cost = drawn["plot-cost"]["traces"]
+    assert cost and set(cost) == set(expected["plot-cost"]), cost
+    tasks = len(val_tasks())
+    units = len(results_rows(run))
+    assert drawn["plot-heatmap"]["heatmap"] == [[tasks, units]]
+    assert drawn["plot-heatmap"]["yticks"] == tasks and drawn["plot-heatmap"]["images"] == 1
+    assert watched.console_errors == []
+    strays = [url for url in watched.requests if not url.startswith(origin)]
+    assert strays == [], f"the page asked for {strays}"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = train_demo(tmp_path_factory.mktemp("runs"))
+    write_report(run)
+    return run
+
+
+def test_report_in_chromium_and_its_screenshot(demo: Path, tmp_path: Path) -> None:
+    url = (demo / "report.html").as_uri()
+    with chromium() as browser:
+        watched = open_page(browser, url, plots=4)
+        check_page(watched, demo, origin=url)
+        assert watched.requests == [url]  # the file itself, nothing else
+        shot = screenshot_path("report.png", tmp_path)
+        watched.page.screenshot(
+            path=shot, full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 2000}
+        )
+        # the heatmap's buttons restyle it in place: the gain view spans -1..1
+        buttons = watched.page.locator("#plot-heatmap .updatemenu-button")
+        buttons.filter(has_text="candidate - incumbent").click()
+        watched.page.wait_for_function("document.getElementById('plot-heatmap')._fullData[0].zmin === -1")
+        buttons.first.click()
+        watched.page.wait_for_function("document.getElementById('plot-heatmap')._fullData[0].zmin === 0")
+        assert watched.console_errors == []
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
+    """As an e-mail attachment would: the file alone, away from its run directory."""
+    alone = tmp_path / "attachment.html"
+    alone.write_bytes((demo / "report.html").read_bytes())
+    with chromium() as browser:
+        watched = open_page(browser, alone.as_uri(), plots=4)
+        check_page(watched, demo, origin=alone.as_uri())

@@ -1,0 +1,192 @@
+"""`skilltune view`: a read-only server on loopback that lists runs, serves their reports rendered in
+memory, and follows a run as it goes (the page reloads itself)."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import urlopen
+
+import pytest
+
+from skilltune.runfiles import Comparison
+from tests.chromium import chromium, open_page
+from tests.helpers import REPO
+from tests.report_runs import results_rows, train_demo, train_stopped, tree_digest
+from tests.test_report_browser import check_page, screenshot_path
+
+DEADLINE = 180.0  # seconds: generous, a clear failure when exceeded
+
+
+@contextmanager
+def view_server(runs_dir: Path, *extra: str) -> Iterator[str]:
+    """`skilltune view RUNS --port 0` in its own process; yields its URL, stops it (by its pid) after."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skilltune.cli", "view", str(runs_dir), "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+    )
+    try:
+        assert proc.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=60):
+            pytest.fail("skilltune view printed no URL within 60 s")
+        line = proc.stdout.readline()
+        assert " at http://" in line, (
+            line,
+            proc.stderr.read() if proc.poll() is not None and proc.stderr else "",
+        )
+        yield line.split(" at ", 1)[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def request(url: str, method: str = "GET", path: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+    try:
+        conn.request(method, path if path is not None else parts.path or "/")
+        resp = conn.getresponse()
+        return resp.status, dict(resp.getheaders()), resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    runs_dir = tmp_path_factory.mktemp("runs")
+    train_demo(runs_dir)
+    return runs_dir
+
+
+def test_view_lists_runs_on_loopback(runs: Path) -> None:
+    with view_server(runs) as url:
+        assert urlsplit(url).hostname == "127.0.0.1"
+        page = urlopen(url, timeout=60).read().decode()
+    rows = results_rows(runs / "demo")
+    kept = [r for r in rows if r["verdict"] == "keep"]
+    pair = Comparison.read(runs / "demo" / "comparison.json").pairs[0]
+    assert 'data-tag="demo"' in page and ">success<" in page
+    steps = sum(1 for r in rows if r["phase"] == "step")
+    assert f"{steps} / 8" in page  # steps done / planned
+    assert f"{float(kept[-1]['val_candidate']):.3f}" in page  # best val
+    assert pair.ci95 is not None
+    assert f"{pair.diff:+.3f} [{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" in page  # held-out gain
+    assert "$0.00" in page  # cost (the mock agent is free)
+
+
+def test_view_is_read_only(runs: Path) -> None:
+    before = tree_digest(runs)
+    with view_server(runs) as url:
+        conversation = next((runs / "demo").rglob("conversation.json")).relative_to(runs / "demo").as_posix()
+        for path in (
+            "/",
+            "/_fingerprint",
+            "/runs/demo/",
+            "/runs/demo/_fingerprint",
+            f"/runs/demo/{conversation}",
+        ):
+            status, _, body = request(url, path=path)
+            assert status == 200 and body, path
+        status, headers, _ = request(url, path="/runs/demo")
+        assert status == 301 and headers["Location"] == "/runs/demo/"
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            for path in ("/", "/runs/demo/", "/runs/demo/config.json", "/runs/demo/new.txt"):
+                status, headers, _ = request(url, method, path)
+                assert status == 405 and headers["Allow"] == "GET, HEAD", (method, path)
+        for path in (
+            "/runs/demo/../../etc/passwd",
+            "/runs/demo/%2e%2e/%2e%2e/etc/passwd",
+            "/runs/nope/",
+            "/x",
+        ):
+            assert request(url, path=path)[0] == 404, path
+    assert tree_digest(runs) == before  # not a byte written, in the runs or beside them
+    assert not (runs / "demo" / "report.html").exists()
+
+
+def test_view_in_chromium_and_its_screenshot(runs: Path, tmp_path: Path) -> None:
+    with view_server(runs) as url, chromium() as browser:
+        origin = url.rstrip("/")
+        page = browser.new_page(viewport={"width": 1280, "height": 700})
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.goto(url)
+        page.wait_for_selector("tr.run")
+        page.screenshot(path=screenshot_path("view.png", tmp_path))
+        page.click("tr.run a")
+        page.wait_for_url(f"{origin}/runs/demo/")
+        assert console == []
+        watched = open_page(browser, f"{origin}/runs/demo/", plots=4)
+        check_page(watched, runs / "demo", origin=origin)
+        assert any(u.endswith(".min.js") for u in watched.requests)  # plotly.js from the server itself
+
+
+def _text(page: object, selector: str) -> str:
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    return page.inner_text(selector).strip()
+
+
+def test_view_follows_a_run_as_it_goes(tmp_path: Path) -> None:
+    runs_dir = tmp_path / "runs"
+    run = train_stopped(runs_dir, "live")  # stopped after the seed's baseline: no unit yet
+    with view_server(runs_dir) as url, chromium() as browser:
+        origin = url.rstrip("/")
+        report = browser.new_page()
+        loads: list[str] = []
+        report.on("load", lambda loaded: loads.append(loaded.url))
+        report.goto(f"{origin}/runs/live/")
+        assert _text(report, "#state") == "stopped" and _text(report, "#units-done") == "0 / 9"
+        listing = browser.new_page()
+        listing.goto(url)
+        assert "stopped" in _text(listing, "tr.run")
+        resume = subprocess.Popen(
+            [sys.executable, "-m", "skilltune.cli", "resume", str(run), "--quiet"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + DEADLINE
+            while _state(report) != "success":  # the page reloads itself; the test never navigates
+                assert time.monotonic() < deadline, f"the page still says {_state(report)!r}"
+                report.wait_for_timeout(250)
+            assert resume.wait(timeout=DEADLINE) == 0, resume.stderr.read() if resume.stderr else ""
+        finally:
+            if resume.poll() is None:
+                resume.kill()
+                resume.wait()
+        assert _text(report, "#units-done") == "9 / 9"
+        assert len(loads) >= 2  # reloaded by its own polling
+        deadline = time.monotonic() + DEADLINE
+        while "success" not in _text(listing, "tr.run"):
+            assert time.monotonic() < deadline, "the list of runs did not follow the run"
+            listing.wait_for_timeout(250)
+
+
+def _state(page: object) -> str:
+    try:
+        return _text(page, "#state")
+    except Exception:  # the page is between two loads
+        return ""
+
+
+def test_view_stays_out_of_the_readmes_executed_blocks() -> None:
+    """It serves until stopped: the README shows it in a text block, never in a run ```sh block."""
+    from tests.test_readme import _commands
+
+    assert not [c for c in _commands() if c.startswith("skilltune view")]
+    assert "skilltune view runs" in (REPO / "README.md").read_text()
