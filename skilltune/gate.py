@@ -242,9 +242,10 @@ def val_size_notes(val_tasks: int, levels: list[float]) -> tuple[str, str | None
     blocked = [j + 1 for j, level in enumerate(levels) if tasks_to_accept(level) > val_tasks]
     if not blocked:
         return note, None
+    which = f"decision {blocked[0]}" if len(blocked) == 1 else f"decisions {blocked[0]}-{blocked[-1]}"
     warning = (
-        f"warning: with {val_tasks} val tasks the gate cannot keep any edit at decision(s) "
-        f"{blocked[0]}-{blocked[-1]} of {len(levels)} (levels below 2^-{val_tasks} = {2.0**-val_tasks:.3g}): "
+        f"warning: with {val_tasks} val tasks the gate cannot keep any edit at {which} "
+        f"of {len(levels)} (levels below 2^-{val_tasks} = {2.0**-val_tasks:.3g}): "
         f"add val tasks ({last} for every level of this run) or plan fewer steps"
     )
     return note, warning

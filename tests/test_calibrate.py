@@ -54,7 +54,7 @@ def test_regimes_flaky_tasks_and_levers(tmp_path: Path) -> None:
     assert any("restrict the agent's tools" in lever for lever in saturated.levers)
     # five val tasks: the smallest sign-flip p-value is 1/32, above every level of a default run
     assert any(
-        "with 5 val tasks the gate cannot keep any edit at decision(s) 1-12" in lever
+        "with 5 val tasks the gate cannot keep any edit at decisions 1-12 of 12" in lever
         for lever in saturated.levers
     )
     assert "coin" in saturated.flaky

@@ -279,6 +279,30 @@ def test_decisions_share_the_incumbents_rollouts_never_those_that_selected_it(tm
     assert len({d.parent.name + "/" + d.name for d in gate_dirs}) == len(gate_dirs)  # none run twice
 
 
+def test_train_warns_when_the_val_split_is_too_small_for_some_levels(tmp_path: Path) -> None:
+    """Five val tasks: the smallest sign-flip p-value is 1/32, above the second level of a 2-decision run
+    at alpha 0.05 (0.033, 0.017): the warning names it, even in a quiet run; 16 tasks give none."""
+    import io
+
+    from skilltune.progress import PlainReporter
+    from tests.helpers import rule_task, write_suite
+
+    tasks = [rule_task(f"t{i}", ["state-a-default"], noise=0.3) for i in range(5)]
+    suite = write_suite(tmp_path / "suite", tasks, [t | {"id": f"v{i}"} for i, t in enumerate(tasks)])
+    stream = io.StringIO()
+    train(suite, MOCK_SKILL, tag="small", runs_dir=str(tmp_path), max_steps=2, epoch_steps=5, seed=1,
+          reporter=PlainReporter(stream, quiet=True))  # fmt: skip
+    assert (
+        "warning: with 5 val tasks the gate cannot keep any edit at decision 2 of 2 "
+        "(levels below 2^-5 = 0.0312): add val tasks (6 for every level of this run) or plan fewer steps"
+    ) in stream.getvalue()
+    stream = io.StringIO()
+    train(MOCK_SUITE, MOCK_SKILL, tag="big", runs_dir=str(tmp_path), max_steps=2, seed=1,
+          reporter=PlainReporter(stream))  # fmt: skip
+    assert "gate: to be kept, an edit must improve at least 5 of the 16 val tasks" in stream.getvalue()
+    assert "cannot keep any edit" not in stream.getvalue()
+
+
 def _units(run: RunDir) -> list[tuple[str, int]]:
     """The run's units in run order (results.tsv's rows)."""
     rows = [line.split("\t") for line in run.results.read_text().splitlines()[1:]]
