@@ -373,9 +373,12 @@ def training_runs(
         "rollouts_per_run": float(total.mean()),
         "training_rollouts_per_run": float(training.mean()),
         "gate_rollouts_per_run": float(cost["gate"].mean()),
+        "gate_rollouts_sd": float(cost["gate"].std(ddof=1)),
         "gate_share": float(cost["gate"].sum() / training.sum()),
         "kept_per_run": float(kept.mean()),
+        "kept_sd": float(kept.std(ddof=1)),
         "false_kept_per_run": float(false_kept.mean()),
         "runs_with_false_keep": float((false_kept > 0).mean()),
         "true_val_gain": float((rates.mean(axis=1) - start).mean()),
+        "true_val_gain_sd": float((rates.mean(axis=1) - start).std(ddof=1)),
     }

@@ -374,18 +374,46 @@ def _report_power(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _vs_today(row: dict[str, Any], today: dict[str, Any]) -> str:
+    """The gate's rollouts per run over today's, minus 1, with a 95% interval (delta method)."""
+    if row is today:
+        return "-"
+    ratio = row["gate_rollouts_per_run"] / today["gate_rollouts_per_run"]
+    if "gate_rollouts_sd" not in row:
+        return f"{ratio - 1:+.0%}"
+    rel = math.hypot(
+        row["gate_rollouts_sd"] / row["gate_rollouts_per_run"] / math.sqrt(row["runs"]),
+        today["gate_rollouts_sd"] / today["gate_rollouts_per_run"] / math.sqrt(today["runs"]),
+    )
+    return f"{ratio - 1:+.1%} [{ratio * (1 - 1.96 * rel) - 1:+.1%}, {ratio * (1 + 1.96 * rel) - 1:+.1%}]"
+
+
+def _pm(row: dict[str, Any], key: str, digits: int, sign: str = "") -> str:
+    """A mean per run with its 95% half-width when the sd was recorded."""
+    sd = row.get(f"{key}_sd")
+    value = f"{row[key if key != 'kept' else 'kept_per_run']:{sign}.{digits}f}"
+    return value if sd is None else f"{value} ± {1.96 * sd / math.sqrt(row['runs']):.{digits}f}"
+
+
 def _report_training(result: dict[str, Any]) -> list[str]:
-    lines = ["(d) simulated training runs (20 val tasks, 10 steps + 2 epoch updates)"]
+    lines = ["(d) simulated training runs (20 val tasks, 10 steps + 2 epoch updates; ± 95% half-width)"]
     lines.append(
-        "| design | rollouts/run | gate/run | gate share | gate vs today | kept/run | false keeps/run | true val gain |"
+        "| design | rollouts/run | gate/run | gate share | gate vs today (95%) | kept/run | false keeps/run | true val gain |"
     )
     lines.append("|---|---|---|---|---|---|---|---|")
-    today = result["training"]["today"]["gate_rollouts_per_run"]
+    today = result["training"]["today"]
     for name, row in result["training"].items():
+        gate = row["gate_rollouts_per_run"]
+        gate_sd = row.get("gate_rollouts_sd")
+        gate_cell = (
+            f"{gate:.0f}"
+            if gate_sd is None
+            else f"{gate:.0f} ± {1.96 * gate_sd / math.sqrt(row['runs']):.0f}"
+        )
         lines.append(
-            f"| {name} | {row['rollouts_per_run']:.0f} | {row['gate_rollouts_per_run']:.0f} | "
-            f"{_pct(row['gate_share'])} | {row['gate_rollouts_per_run'] / today - 1:+.0%} | {row['kept_per_run']:.2f} | "
-            f"{row['false_kept_per_run']:.3f} | {row['true_val_gain']:+.3f} |"
+            f"| {name} | {row['rollouts_per_run']:.0f} | {gate_cell} | {_pct(row['gate_share'])} | "
+            f"{_vs_today(row, today)} | {_pm(row, 'kept', 2)} | {row['false_kept_per_run']:.3f} | "
+            f"{_pm(row, 'true_val_gain', 3, '+')} |"
         )
     return lines
 
