@@ -15,17 +15,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from skilltune.alpha import RunAlpha
 from skilltune.evaluate import evaluate
+from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
 from skilltune.skill import Candidate
+from skilltune.stats import tasks_to_accept
 from skilltune.store import read_json, write_json
 from skilltune.suite import Suite, load_suite
 
-CALIBRATION_SCHEMA_VERSION = 1
+CALIBRATION_SCHEMA_VERSION = 2  # 2: gate_levels, tasks_to_accept
 SATURATED = 0.8
 TOO_HARD = 0.3
 FLAKY_SD = 0.3  # within-task standard deviation of the gate metric above which a task is flaky
 Regime = Literal["saturated", "too hard", "gradient"]
+DEFAULT_ALPHA = 0.05  # train's defaults: the run-wide alpha and its decisions (10 steps, 2 epoch updates)
+DEFAULT_DECISIONS = 12
 
 
 class TaskCalibration(BaseModel):
@@ -52,6 +57,10 @@ class Calibration(BaseModel):
     flaky: list[str]
     non_discriminating: list[str]
     rollouts_to_detect: dict[str, int | None]  # effect -> paired rollouts per arm, fixed-sample, 80% power
+    # the sequential gate of a default run (10 steps, 2 epoch updates, alpha 0.05): the first and the
+    # last decision's level, and how many tasks an edit must improve (the rest unchanged) to be kept
+    gate_levels: dict[str, float] = {}
+    tasks_to_accept: dict[str, int] = {}
     levers: list[str]
     tasks: dict[str, TaskCalibration]
     judge: JudgeNoise | None = None  # judged suites: the judge's own noise, from each rollout's verdicts
@@ -165,6 +174,8 @@ def calibrate(
     flaky = [tid for tid, t in tasks.items() if t.flaky]
     flat = [tid for tid, t in tasks.items() if t.pass_rate is not None and not t.discriminates]
     regime = regime_of(rate)
+    levels = RunAlpha(DEFAULT_ALPHA, "spend", DEFAULT_DECISIONS).planned_levels()
+    _, gate_warning = val_size_notes(len(tasks), levels)
     calibration = Calibration(
         suite=summary.suite,
         split=split,
@@ -181,7 +192,9 @@ def calibrate(
         rollouts_to_detect={
             f"+{e:.2f}": rollouts_to_detect(noise, len(scored), e) for e in (0.05, 0.10, 0.20)
         },
-        levers=levers(regime, flaky, flat, len(tasks), reps),
+        levers=levers(regime, flaky, flat, len(tasks), reps) + ([gate_warning] if gate_warning else []),
+        gate_levels={"first": round(levels[0], 6), "last": round(levels[-1], 6)},
+        tasks_to_accept={"first": tasks_to_accept(levels[0]), "last": tasks_to_accept(levels[-1])},
         tasks=tasks,
         judge=_judge_noise(suite, out, metric, values),
     )

@@ -1,10 +1,11 @@
 """Gates: should a candidate replace the incumbent? Decided on val, paired by task.
 
 A gate is a strategy object. It asks the sampler for rounds of paired rollouts
-(candidate and incumbent on the same val tasks, fresh replicate indices each
-round) until it can decide. Decisions use complete rounds only, in canonical
-(task, replicate) order, so parallelism cannot change them. A round holding
-infra errors or crashed rollouts is contaminated: no gate decides on it.
+(candidate and incumbent on the same val tasks, one new replicate per task and arm
+each round; a training run's sampler may hand it incumbent rollouts an earlier
+decision of the same incumbent ran) until it can decide. Decisions use complete rounds
+only, in task order, so parallelism cannot change them. A round holding infra errors
+or crashed rollouts is contaminated: no gate decides on it.
 
 A training run's gate is a ``RunGate``: the gate's options are checked once, when the
 run is set up, and each decision's level comes from the run's error-control policy
@@ -23,8 +24,8 @@ from skilltune.alpha import Policy, RunAlpha
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout import per_task_scores
-from skilltune.runfiles import UNDECIDED, Decision, RolloutRecord, Round, Verdict
-from skilltune.stats import SequentialTest, mean, paired_differences, task_means
+from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
+from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
 
 
 class Sampler(Protocol):
@@ -190,10 +191,16 @@ class RunGate:
         self.name = name
         cls = GATES.get(name)
         self.leveled = "alpha" in cls.Options.model_fields
+        self.seeded = "seed" in cls.Options.model_fields
         if "alpha" in options:
             raise UsageError(
                 "gate option alpha: a training run sets each decision's level from the run-wide alpha "
                 "(--alpha, default 0.05, spent over the run's decisions); drop alpha from the gate options"
+            )
+        if "seed" in options and self.seeded:
+            raise UsageError(
+                "gate option seed: a training run derives each decision's seed from the run's --seed; "
+                "drop seed from the gate options"
             )
         self._options = dict(options)
         self.run_alpha = RunAlpha(alpha, policy, planned)
@@ -207,38 +214,70 @@ class RunGate:
     def max_replicates(self) -> int:
         return self._template.max_replicates
 
-    def for_decision(self, earlier: list[bool]) -> tuple[Gate, float | None]:
+    def for_decision(self, earlier: list[bool], seed: int = 0) -> tuple[Gate | None, float | None]:
         """The gate of the next decision and its level (None for a gate without one), given the
-        outcomes of the run's earlier decisions (True = accepted)."""
+        outcomes of the run's earlier decisions (True = accepted) and the decision's ``seed``
+        (for a gate with one). No gate (and level 0.0) when the run's alpha is spent: such a
+        decision cannot accept."""
         if not self.leveled:
             return self._template, None
         level = self.run_alpha.level(earlier)
-        gate = make_gate(self.name, self._template.metric, self._template.reps, **self._with_level(level))
+        if level <= 0.0:
+            return None, 0.0
+        settings = self._with_level(level) | ({"seed": seed} if self.seeded else {})
+        gate = make_gate(self.name, self._template.metric, self._template.reps, **settings)
         return gate, level
+
+
+def val_size_notes(val_tasks: int, levels: list[float]) -> tuple[str, str | None]:
+    """What a task-level gate at these decision levels asks of a val split of ``val_tasks`` tasks:
+    a note, and a warning when some planned decisions can never keep an edit."""
+    if not levels:
+        return "", None
+    first, last = tasks_to_accept(levels[0]), tasks_to_accept(levels[-1])
+    note = (
+        f"gate: to be kept, an edit must improve at least {first} of the {val_tasks} val tasks (the others "
+        f"unchanged) at the first decision's level ({levels[0]:.3g}), {last} at the last ({levels[-1]:.3g})"
+    )
+    blocked = [j + 1 for j, level in enumerate(levels) if tasks_to_accept(level) > val_tasks]
+    if not blocked:
+        return note, None
+    which = f"decision {blocked[0]}" if len(blocked) == 1 else f"decisions {blocked[0]}-{blocked[-1]}"
+    warning = (
+        f"warning: with {val_tasks} val tasks the gate cannot keep any edit at {which} "
+        f"of {len(levels)} (levels below 2^-{val_tasks} = {2.0**-val_tasks:.3g}): "
+        f"add val tasks ({last} for every level of this run) or plan fewer steps"
+    )
+    return note, warning
 
 
 class SequentialOptions(GateOptions):
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="the decision's level")
     max_reps: int = Field(default=8, ge=1, description="replicates per val task per arm at most")
     min_effect: float = Field(default=0.10, description="futility: the smallest gain worth keeping")
-    futility_confidence: float = Field(default=0.90, gt=0.0, lt=1.0)
+    futility_confidence: float = Field(default=0.85, gt=0.0, lt=1.0)
+    futility_from: int = Field(default=1, ge=1, description="replicates per task before futility may stop")
     rho: float = Field(default=2.0, gt=0.0, description="power-family spending exponent")
+    seed: int = Field(default=0, description="seed of the Monte Carlo reference (many tasks only)")
 
 
 class SequentialGate(Gate):
-    """Group-sequential paired test with early accept, futility stop and a replicate cap.
+    """Task-level group-sequential sign-flip test with early accept, futility stop and a cap.
 
-    Each round adds one replicate per val task per arm (fresh replicate indices).
-    After round k, the paired differences ``d = candidate - incumbent`` of every
-    (task, replicate) scored on both sides give a t statistic; the candidate is
-    accepted when it crosses the k-th efficacy bound of a group-sequential design
-    at level ``alpha`` with ``max_reps`` looks (power-family spending, ``rho``).
-    It is rejected for futility once the one-sided ``futility_confidence`` upper
-    bound of the mean gain falls below ``min_effect``, and at the cap otherwise.
+    Each round adds one replicate per val task per arm. After round k, each task's
+    difference is the mean over its paired rounds of candidate minus incumbent (the task is
+    the unit: its replicates are averaged first); the sum over tasks is compared with its
+    values when tasks' signs are flipped (the same flips at every round: all of them for up
+    to 16 tasks, seeded ones beyond), and the candidate is accepted when its path crosses
+    the boundary that spends ``alpha`` over ``max_reps`` rounds as
+    ``alpha * (k / max_reps) ** rho`` (stats.SequentialTest). It is rejected for futility
+    once, after ``futility_from`` replicates, the one-sided ``futility_confidence`` upper
+    bound of the mean gain falls below ``min_effect``, and at the cap otherwise. Each round
+    records every task's pair of replicates and scores.
 
     Defaults (documented in the README): ``alpha`` is set per decision by the run's
-    error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect``
-    0.10 on the gate metric; ``futility_confidence`` 0.90; ``rho`` 2.
+    error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect`` 0.10 on
+    the gate metric; ``futility_confidence`` 0.85 from the first replicate; ``rho`` 2.
     """
 
     name = "sequential"
@@ -250,36 +289,43 @@ class SequentialGate(Gate):
         assert isinstance(options, SequentialOptions)
         self.alpha = options.alpha
         self.max_reps = options.max_reps
-        self.min_effect = options.min_effect
-        self.futility_confidence = options.futility_confidence
-        self.rho = options.rho
+        self.seq_options = options
 
     @property
     def max_replicates(self) -> int:
         return self.max_reps
 
+    def test(self, tasks: int) -> SequentialTest:
+        o = self.seq_options
+        return SequentialTest(
+            o.alpha, tasks, o.max_reps, o.min_effect, o.futility_confidence, o.rho, o.futility_from, o.seed
+        )
+
     def decide(self, sampler: Sampler) -> Verdict:
-        test = SequentialTest(self.alpha, self.max_reps, self.min_effect, self.futility_confidence, self.rho)
-        cand_all: list[RolloutRecord] = []
-        inc_all: list[RolloutRecord] = []
+        test: SequentialTest | None = None
+        by_task: dict[str, list[Pair]] = {}
         rounds: list[Round] = []
         for k in range(self.max_reps):
             cand, inc = sampler.round(k, 1)
-            cand_all += cand
-            inc_all += inc
-            outcome, info = test.look(k, _paired_by_replicate(cand_all, inc_all, self.metric))
-            a = task_means(per_task_scores(inc_all, self.metric))
-            b = task_means(per_task_scores(cand_all, self.metric))
-            paired = sorted(set(a) & set(b))
+            pairs = _pairs(cand, inc, self.metric)
+            for pair in pairs:
+                by_task.setdefault(pair.task, []).append(pair)
+            if test is None:  # the design's tasks: every val task the first round asked for
+                test = self.test(len(by_task))
+            means = {task: _task_means(got) for task, got in sorted(by_task.items())}
+            scored = {task: m for task, m in means.items() if m is not None}
+            diffs = [None if m is None else m[1] - m[0] for m in means.values()]
+            outcome, info = test.look(k, diffs)
             rounds.append(
                 Round(
                     index=k,
                     replicates=k + 1,
-                    candidate=round(mean([b[x] for x in paired]), 6) if paired else None,
-                    incumbent=round(mean([a[x] for x in paired]), 6) if paired else None,
-                    n_pairs=info["n"],
+                    candidate=round(mean([b for _, b in scored.values()]), 6) if scored else None,
+                    incumbent=round(mean([a for a, _ in scored.values()]), 6) if scored else None,
+                    n_pairs=len(scored),
                     rollouts=len(cand) + len(inc),
                     statistic=info,
+                    pairs=pairs,
                 )
             )
             if contaminated(cand + inc):
@@ -287,16 +333,19 @@ class SequentialGate(Gate):
                     "contaminated", "infra errors remain in the gate batch after retries", rounds
                 )
             gain = info["mean_gain"]
+            where = f"after {k + 1} replicate(s) of {len(scored)} task(s)"
             if outcome == "accept":
                 return self._verdict(
                     "accept",
-                    f"gain {gain:+.3f} crossed the bound after {k + 1} replicate(s) (alpha {self.alpha:.3g})",
+                    f"gain {gain:+.3f} {where}: crossed the sign-flip boundary (alpha {self.alpha:.3g}, "
+                    f"p {info['p']:.3g} at this round)",
                     rounds,
                 )
             if outcome == "futility":
                 return self._verdict(
                     "reject",
-                    f"futility after {k + 1} replicate(s): gain {gain:+.3f}, upper bound {info['upper']:+.3f} < {self.min_effect}",
+                    f"futility {where}: gain {gain:+.3f}, upper bound {info['upper']:+.3f} "
+                    f"< {self.seq_options.min_effect}",
                     rounds,
                 )
             if outcome == "cap":
@@ -305,9 +354,33 @@ class SequentialGate(Gate):
                 )
         raise AssertionError("the sequential test always decides by its last look")
 
+    def _verdict(self, decision: Decision, reason: str, rounds: list[Round]) -> Verdict:
+        return super()._verdict(decision, reason, rounds).model_copy(update={"test": "signflip"})
 
-def _paired_by_replicate(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> list[float]:
-    """candidate - incumbent for every (task, replicate) both sides scored, in canonical order."""
-    a = {(r.task_id, r.replicate): r.score.metric(metric) for r in inc if r.score is not None}
-    b = {(r.task_id, r.replicate): r.score.metric(metric) for r in cand if r.score is not None}
-    return [b[key] - a[key] for key in sorted(set(a) & set(b))]
+
+def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> list[Pair]:
+    """One pair per task of a round, in task order: the two arms' replicate and score."""
+    a = {r.task_id: r for r in inc}
+    b = {r.task_id: r for r in cand}
+    return [
+        Pair(
+            task=task,
+            candidate_replicate=b[task].replicate,
+            incumbent_replicate=a[task].replicate,
+            candidate=_metric(b[task], metric),
+            incumbent=_metric(a[task], metric),
+        )
+        for task in sorted(set(a) & set(b))
+    ]
+
+
+def _metric(record: RolloutRecord, metric: str) -> float | None:
+    return record.score.metric(metric) if record.score is not None else None
+
+
+def _task_means(pairs: list[Pair]) -> tuple[float, float] | None:
+    """A task's (incumbent, candidate) means over the rounds both arms scored (None: none)."""
+    both = [(p.incumbent, p.candidate) for p in pairs if p.incumbent is not None and p.candidate is not None]
+    if not both:
+        return None
+    return mean([a for a, _ in both]), mean([b for _, b in both])

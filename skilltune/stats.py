@@ -1,8 +1,8 @@
-"""Statistics for paired comparisons of skills.
+"""Statistics for paired comparisons of skills: t-intervals, and the sequential sign-flip test.
 
-The unit of analysis is the task: replicates of one task are averaged first
-(they are nested in the task), then tasks are paired across arms. With 8-20
-tasks a t-interval on the per-task mean differences keeps its coverage.
+The unit of analysis is the task: replicates of one task are averaged first (they are
+nested in the task), then tasks are paired across arms. A verdict is then about the
+population of tasks the split samples, not about the replicates of the tasks at hand.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+ZERO = 1e-12  # a per-task difference this small is float noise around an exact zero
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,10 @@ def paired_differences(a: Mapping[str, float], b: Mapping[str, float]) -> list[f
     return [b[t] - a[t] for t in sorted(set(a) & set(b))]
 
 
+def _sd(values: Sequence[float], centre: float) -> float:
+    return math.sqrt(math.fsum((x - centre) ** 2 for x in values) / (len(values) - 1))
+
+
 def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
     """t-interval and two-sided p-value for the mean of paired differences."""
     n = len(diffs)
@@ -61,9 +67,8 @@ def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
     d = mean(diffs)
     if n < 2:
         return PairedResult(n, d, None, None, None)
-    sd = math.sqrt(math.fsum((x - d) ** 2 for x in diffs) / (n - 1))
-    se = sd / math.sqrt(n)
-    if se <= 1e-12 * max(1.0, abs(d)):
+    se = _sd(diffs, d) / math.sqrt(n)
+    if se <= ZERO * max(1.0, abs(d)):
         # Every task moved by exactly the same amount: no sampling uncertainty left to report.
         p = 1.0 if d == 0 else 0.0
         return PairedResult(n, d, 0.0, (d, d), p)  # float noise in the mean is not uncertainty
@@ -75,74 +80,7 @@ def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
     return PairedResult(n, d, se, (d - q * se, d + q * se), p)
 
 
-@functools.lru_cache(maxsize=256)
-def group_sequential_bounds(alpha: float, looks: int, rho: float = 2.0, grid: int = 600) -> tuple[float, ...]:
-    """One-sided efficacy bounds (z scale) for ``looks`` equally spaced looks.
-
-    Alpha is spent with the power family ``alpha * t**rho`` (rho 1 ~ Pocock, 3 ~
-    O'Brien-Fleming); the bounds come from recursive numerical integration of the
-    null Brownian motion (Armitage, McPherson and Rowe), so the chance of crossing
-    any bound under the null is ``alpha``. Futility stopping is non-binding: it can
-    only lower the error rate.
-    """
-    if not 0.0 < alpha < 0.5 or looks < 1:
-        raise ValueError("need 0 < alpha < 0.5 and at least one look")
-    import numpy as np
-    from scipy import optimize
-    from scipy import stats as sps
-
-    times = np.arange(1, looks + 1) / looks
-    spent = alpha * times**rho
-    increments = np.diff(np.concatenate([[0.0], spent]))
-    bounds = [float(sps.norm.isf(increments[0]))]
-    upper = bounds[0] * math.sqrt(times[0])
-    x = np.linspace(-10.0 * math.sqrt(times[0]), upper, grid)
-    density = sps.norm.pdf(x / math.sqrt(times[0])) / math.sqrt(times[0])
-    for k in range(1, looks):
-        sd = math.sqrt(times[k] - times[k - 1])
-
-        def excess(
-            u: float, x: Any = x, density: Any = density, sd: float = sd, target: float = float(increments[k])
-        ) -> float:
-            return float(np.trapezoid(density * sps.norm.sf((u - x) / sd), x)) - target
-
-        u = float(optimize.brentq(excess, float(x[0]) - 10.0, upper + 20.0))
-        bounds.append(u / math.sqrt(times[k]))
-        nxt = np.linspace(-10.0 * math.sqrt(times[k]), u, grid)
-        kernel = sps.norm.pdf((nxt[:, None] - x[None, :]) / sd) / sd
-        density = np.asarray(np.trapezoid(kernel * density[None, :], x, axis=1))
-        x, upper = nxt, u
-    return tuple(bounds)
-
-
-@functools.lru_cache(maxsize=4096)
-def t_bound(z_bound: float, df: int) -> float:
-    """The t-scale bound with the same one-sided tail as ``z_bound`` (conservative at small df)."""
-    from scipy import stats as sps
-
-    return float(sps.t.isf(sps.norm.sf(z_bound), df))
-
-
-@dataclass(frozen=True)
-class Summary:
-    n: int
-    mean: float
-    sd: float
-
-    @property
-    def se(self) -> float:
-        return self.sd / math.sqrt(self.n) if self.n else math.inf
-
-    def t(self) -> float | None:
-        if self.n < 2 or self.se == 0:
-            return None
-        return self.mean / self.se
-
-    def upper(self, confidence: float) -> float:
-        """One-sided upper confidence bound of the mean (t-based)."""
-        if self.n < 2:
-            return math.inf
-        return self.mean + _t_isf(1 - confidence, self.n - 1) * self.se
+# --- the sequential sign-flip test ---------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=4096)
@@ -152,67 +90,93 @@ def _t_isf(q: float, df: int) -> float:
     return float(sps.t.isf(q, df))
 
 
-def summarize(values: Sequence[float]) -> Summary:
-    n = len(values)
-    if n == 0:
-        return Summary(0, 0.0, 0.0)
-    m = mean(values)
-    sd = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    return Summary(n, m, sd)
+def upper_bound(diffs: Sequence[float], confidence: float) -> float:
+    """One-sided t upper confidence bound of the mean of per-task differences (inf below 2 tasks)."""
+    n = len(diffs)
+    if n < 2:
+        return math.inf
+    d = mean(diffs)
+    sd = _sd(diffs, d)
+    if sd <= ZERO * max(1.0, abs(d)):
+        return d
+    return d + _t_isf(1 - confidence, n - 1) * sd / math.sqrt(n)
 
 
-@dataclass(frozen=True)
+def tasks_to_accept(alpha: float) -> int:
+    """The fewest tasks that must all improve (the others unchanged) before the sequential sign-flip
+    test can accept at level ``alpha``: the smallest p-value of m changed tasks is 2^-m."""
+    return max(1, math.ceil(math.log2(1.0 / alpha) - 1e-9))
+
+
 class SequentialTest:
-    """The group-sequential paired test behind the ``sequential`` gate (pure: no records).
+    """The task-level group-sequential sign-flip test behind the ``sequential`` gate (no records).
 
-    ``look(k, diffs)`` is called after look k (0-based) with every paired
-    difference so far; it answers ``accept`` (the t statistic crossed the k-th
-    efficacy bound), ``futility`` (the one-sided upper confidence bound of the mean
-    gain is below ``min_effect``), ``cap`` (the last look passed undecided) or None
-    (take another look). When every difference is the same positive number (a
-    deterministic agent), there is no variance to test: it accepts once there are
-    at least log2(1/alpha) of them (a sign test at level alpha).
+    ``look(k, diffs)`` is called after each look k = 0, 1, ... in order, with one difference
+    per task of the design: candidate minus incumbent, the task's replicates so far averaged
+    (the task is the unit), None for a task not yet scored by both arms (it adds nothing). Every look's statistic is the sum of the differences; the reference is the
+    same set of sign vectors at every look (``signflip.Reference``: all of them for few
+    tasks, else seeded ones); by look k at most ``alpha * (k / max_looks) ** rho`` of the
+    reference may have crossed (``signflip.Crossings``), and the candidate is accepted when
+    the observed path crosses. Answers ``accept``, ``futility`` (from ``futility_from``
+    replicates on, the one-sided ``futility_confidence`` t upper bound of the mean gain is
+    below ``min_effect``), ``cap`` (the last look passed undecided) or None (look again).
 
-    The bounds are computed at ``margin * alpha``: the t statistic's estimated
-    variance makes the Brownian-motion bounds a little generous (simulated error
-    rates of 1.00-1.06 alpha without the margin, 0.98-1.02 alpha at 0.9); the default
-    margin of 0.8 keeps the measured rate below alpha with room for the run-wide
-    spending over steps (tests/test_sequential.py, benchmarks/verdicts.py).
+    Validity: under sign symmetry of the per-task differences (on each task the arms are
+    exchangeable, or the tasks' effects are symmetric about zero) the chance of accepting
+    is at most ``alpha`` at every level and task count, however the looks correlate;
+    futility never accepts, so it only lowers it. The smallest p-value of n tasks is 2^-n:
+    equal differences on every task accept once 2^-n fits the look's share, never before.
     """
 
-    alpha: float
-    max_looks: int = 8
-    min_effect: float = 0.10
-    futility_confidence: float = 0.90
-    rho: float = 2.0
-    margin: float = 0.8
+    def __init__(
+        self,
+        alpha: float,
+        tasks: int,
+        max_looks: int = 8,
+        min_effect: float = 0.10,
+        futility_confidence: float = 0.85,
+        rho: float = 2.0,
+        futility_from: int = 1,
+        seed: int = 0,
+    ) -> None:
+        from skilltune.signflip import Crossings, Reference, budgets
 
-    def bounds(self) -> tuple[float, ...]:
-        return group_sequential_bounds(self.alpha * self.margin, self.max_looks, self.rho)
+        self.alpha = alpha
+        self.max_looks = max_looks
+        self.min_effect = min_effect
+        self.futility_confidence = futility_confidence
+        self.futility_from = futility_from
+        self.reference = Reference(tasks, alpha, seed)
+        self.budgets = budgets(alpha, max_looks, rho, self.reference.size)
+        self.crossings = Crossings(self.reference.size)
 
-    def look(self, k: int, diffs: Sequence[float]) -> tuple[str | None, dict[str, Any]]:
-        stat = summarize(diffs)
-        z_bound = self.bounds()[k]
-        t = stat.t()
-        bound = t_bound(z_bound, stat.n - 1) if stat.n >= 2 else math.inf
-        upper = stat.upper(self.futility_confidence)
+    def look(self, k: int, diffs: Sequence[float | None]) -> tuple[str | None, dict[str, Any]]:
+        import numpy as np
+
+        from skilltune.signflip import lattice, p_value
+
+        if len(diffs) != self.reference.tasks:
+            raise ValueError(f"the test was designed for {self.reference.tasks} tasks, got {len(diffs)}")
+        q = lattice(np.asarray([0.0 if d is None else d for d in diffs], dtype=np.float64))
+        crossed = self.crossings.look(self.reference.values(q), self.budgets[k])
+        scored = [d for d in diffs if d is not None]
+        n = len(scored)
+        gain = mean(scored) if n else 0.0
+        upper = upper_bound(scored, self.futility_confidence)
         info: dict[str, Any] = {
             "alpha": self.alpha,
-            "n": stat.n,
-            "mean_gain": round(stat.mean, 6),
-            "se": None if stat.n < 2 else round(stat.se, 6),
-            "t": None if t is None else round(t, 4),
-            "bound_t": None if math.isinf(bound) else round(bound, 4),
-            "bound_z": round(z_bound, 4),
+            "tasks": n,
+            "nonzero": int(np.count_nonzero(q)),
+            "mean_gain": round(gain, 6),
+            "sd": None if n < 2 else round(_sd(scored, gain), 6),
+            "p": float(f"{p_value(q):.6g}"),
+            "crossed": self.crossings.count,
+            "budget": self.budgets[k],
+            "reference": self.reference.size,
             "upper": None if math.isinf(upper) else round(upper, 6),
         }
-        if stat.n == 0:
-            return ("cap" if k + 1 >= self.max_looks else None), info
-        constant = stat.n >= 2 and stat.sd == 0
-        if (t is not None and t >= bound) or (
-            constant and stat.mean > 0 and stat.n >= math.log2(1 / self.alpha)
-        ):
+        if crossed:
             return "accept", info
-        if upper < self.min_effect:
+        if k + 1 >= self.futility_from and upper < self.min_effect:
             return "futility", info
         return ("cap" if k + 1 >= self.max_looks else None), info

@@ -31,7 +31,10 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
     needs = result.rollouts_to_detect
     assert needs["+0.05"] is not None and needs["+0.20"] is not None and needs["+0.05"] >= needs["+0.20"]
     saved = json.loads((tmp_path / "cal" / "calibration.json").read_text())
-    assert saved["regime"] == "gradient" and saved["schema_version"] == 1
+    assert saved["regime"] == "gradient" and saved["schema_version"] == 2
+    # a default run's sequential gate: 16 val tasks reach every level of its 12 decisions
+    assert result.tasks_to_accept == {"first": 6, "last": 10}
+    assert not any("cannot keep any edit" in lever for lever in result.levers)
 
 
 def test_regimes_flaky_tasks_and_levers(tmp_path: Path) -> None:
@@ -49,6 +52,11 @@ def test_regimes_flaky_tasks_and_levers(tmp_path: Path) -> None:
     saturated = calibrate(suite, good, reps=6, out=tmp_path / "a")
     assert saturated.regime == "saturated"
     assert any("restrict the agent's tools" in lever for lever in saturated.levers)
+    # five val tasks: the smallest sign-flip p-value is 1/32, above every level of a default run
+    assert any(
+        "with 5 val tasks the gate cannot keep any edit at decisions 1-12 of 12" in lever
+        for lever in saturated.levers
+    )
     assert "coin" in saturated.flaky
     hard = calibrate(suite, write_skill(tmp_path / "bad", "Nothing useful."), reps=2, out=tmp_path / "b")
     assert hard.regime == "too hard"

@@ -32,7 +32,9 @@ def _count(path: Path, rid: str) -> int:
 
 def test_a_stopped_resumed_and_re_ended_run_appends_its_findings_once(tmp_path: Path) -> None:
     bank = tmp_path / "shared" / "findings.md"
-    settings: dict[str, Any] = dict(runs_dir=str(tmp_path / "runs"), max_steps=3, seed=1, findings=str(bank))
+    settings: dict[str, Any] = dict(
+        runs_dir=str(tmp_path / "runs"), max_steps=3, seed=1, alpha=0.2, findings=str(bank)
+    )
     first = train(MOCK_SUITE, MOCK_SKILL, tag="f", budget_rollouts=300, **settings, **_quiet())
     run = RunDir(tmp_path / "runs" / "f")
     assert first.state == "exhausted" and first.steps >= 1  # stopped before its end: nothing appended yet

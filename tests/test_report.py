@@ -71,6 +71,11 @@ def test_report_shows_each_units_edits_rationale_citations_and_rounds(demo: Path
                 assert cite.conversation and f'href="{cite.conversation}"' in html
                 assert cite.excerpt.splitlines()[0] in html
         assert f'<td class="n">{len(unit.rounds) - 1}</td>' in html  # the gate's last round
+        # the sign-flip test's rounds: its p-value and crossings, and only the futility side of the interval
+        last = unit.rounds[-1]
+        assert last.p is not None and last.crossed is not None and last.budget is not None
+        assert last.crossed <= last.budget and f"{last.crossed} / {last.budget}" in html
+        assert unit.interval is not None and unit.interval.low is None and unit.interval.high == last.upper
     for row in results_rows(demo):
         assert f"{row['phase']}_{int(row['step'] if row['phase'] == 'step' else row['epoch']):04d}" in html
 

@@ -189,6 +189,30 @@ def test_files_of_schema_4_read_as_schema_5_with_judging_defaults() -> None:
         JudgeFile.parse({"schema_version": SCHEMA_VERSION + 1, **judged}, "judge.json")
 
 
+def test_gate_json_of_schema_5_migrates_to_the_task_level_verdict() -> None:
+    """Schema 6 added the task-level test's fields; a schema-5 verdict (the per-replicate t test) is
+    read as what it was, never re-decided; a newer one is refused."""
+    rounds = [{"index": 0, "replicates": 1, "candidate": 0.6, "incumbent": 0.4, "n_pairs": 20, "rollouts": 40,
+               "statistic": {"alpha": 0.016, "n": 20, "t": 3.1, "bound_t": 2.9, "upper": 0.3}}]  # fmt: skip
+    old = {"schema_version": 5, "decision": "accept", "reason": "gain +0.200 crossed the bound", "metric": "mixed",
+           "val_candidate": 0.6, "val_incumbent": 0.4, "rounds": rounds, "rollouts": 40, "alpha": 0.016}  # fmt: skip
+    verdict = Verdict.parse(old, "gate.json")
+    assert verdict.schema_version == SCHEMA_VERSION == 6
+    assert verdict.test == "replicate-t" and verdict.accept and verdict.alpha == 0.016
+    assert verdict.reused == 0 and verdict.prefetched == 0 and verdict.rounds[0].pairs == []
+    one_pass = old | {"rounds": [rounds[0] | {"statistic": {"mean_diff": 0.2}}]}
+    assert Verdict.parse(one_pass, "gate.json").test is None
+    for older in (
+        1,
+        2,
+        3,
+        4,
+    ):  # gate.json kept its shape from schema 1 to 5 (5 added an optional field): each migrates the same way
+        assert Verdict.parse(old | {"schema_version": older}, "gate.json").test == "replicate-t"
+    with pytest.raises(NewerRunFileError):
+        Verdict.parse(old | {"schema_version": SCHEMA_VERSION + 1}, "gate.json")
+
+
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
     run = _schema1_run(tmp_path)
     path = run.unit_dir("step", 2) / "step.json"
@@ -198,10 +222,13 @@ def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
 
 
 def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path: Path) -> None:
-    """The golden output was captured from `make demo` (same seed) before the restructure."""
+    """The golden output is `make demo`'s (same command). Regenerated on purpose when the gate became
+    task-level (issue 12): the table's gate rollouts changed, the end did not (success, the same best
+    skill and held-out gain), and the gate's share of training rollouts was added."""
     proc = subprocess.run(
         [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
-         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],
+         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1",
+         "--alpha", "0.2", "--force"],
         capture_output=True, text=True, check=False, cwd=tmp_path, env={**os.environ, "COLUMNS": "100"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -1,7 +1,8 @@
-"""The sequential gate's statistics: bounds, error rates, power, run-wide control (seeded simulations)."""
+"""The sequential gate's statistics: the sign-flip reference, exactness, power, run-wide control."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -11,9 +12,8 @@ from skilltune.alpha import RunAlpha, harmonic_weights
 from skilltune.gate import SequentialGate, make_gate
 from skilltune.runfiles import RolloutRecord
 from skilltune.score import Score
-from skilltune.stats import SequentialTest, group_sequential_bounds
-
-SIMS = 2000
+from skilltune.signflip import Crossings, Reference, budgets, lattice, p_value, reference_size, tail
+from skilltune.stats import SequentialTest
 
 
 def _se(p: float, n: int) -> float:
@@ -21,79 +21,166 @@ def _se(p: float, n: int) -> float:
 
 
 def run_test(
-    test: SequentialTest, rng: np.random.Generator, p_inc: np.ndarray, effect: float
+    test: SequentialTest, rng: np.random.Generator, p_inc: np.ndarray, p_cand: np.ndarray
 ) -> tuple[str, int]:
-    """One decision on 0/1 outcomes: returns (outcome, looks used)."""
-    diffs: list[float] = []
+    """One decision on 0/1 outcomes (one replicate per task per arm and look): (outcome, looks)."""
+    sums = np.zeros(p_inc.size)
     for k in range(test.max_looks):
-        cand = rng.random(p_inc.size) < np.clip(p_inc + effect, 0, 1)
-        inc = rng.random(p_inc.size) < p_inc
-        diffs.extend((cand.astype(float) - inc).tolist())
-        outcome, _ = test.look(k, diffs)
+        sums += (rng.random(p_inc.size) < p_cand).astype(float) - (rng.random(p_inc.size) < p_inc)
+        outcome, _ = test.look(k, list(sums / (k + 1)))
         if outcome is not None:
             return outcome, k + 1
     raise AssertionError("undecided after the last look")
 
 
-@pytest.mark.parametrize(
-    ("alpha", "looks", "rho"), [(0.05, 8, 1.0), (0.05, 8, 2.0), (0.05, 8, 3.0), (0.01, 5, 2.0)]
-)
-def test_bounds_spend_exactly_alpha_under_the_null(alpha: float, looks: int, rho: float) -> None:
-    bounds = np.array(group_sequential_bounds(alpha, looks, rho))
-    rng = np.random.default_rng(7)
-    paths = 200_000
-    steps = rng.standard_normal((paths, looks)) * math.sqrt(1 / looks)
-    brownian = np.cumsum(steps, axis=1)
-    z = brownian / np.sqrt(np.arange(1, looks + 1) / looks)
-    crossed = (z >= bounds).any(axis=1).mean()
-    assert abs(crossed - alpha) < 3 * _se(alpha, paths), f"crossing rate {crossed:.4f} vs alpha {alpha}"
-    assert group_sequential_bounds(alpha, 1, rho)[0] == pytest.approx(
-        1.6448536 if alpha == 0.05 else 2.3263479, abs=1e-6
+# --- the reference distribution -------------------------------------------------------------------
+
+
+def test_tail_is_the_exact_sign_flip_distribution() -> None:
+    rng = np.random.default_rng(1)
+    rows = rng.integers(-4, 5, size=(40, 7))
+    thresholds = rng.integers(-10, 11, size=40)
+    got = tail(rows, thresholds)
+    signs = np.array(list(itertools.product((-1, 1), repeat=7)))
+    for row, threshold, p in zip(rows, thresholds, got, strict=True):
+        assert p == pytest.approx(float(np.mean(signs @ row >= threshold)), abs=1e-15)
+        assert tail(row[None, :], np.array([threshold]))[0] == p  # a row does not depend on the batch
+
+
+def test_equal_float_differences_are_equal_values() -> None:
+    noisy = np.array([0.2 - 0.1, 0.1, 0.3 - 0.2, 0.7 - 0.6])
+    assert len(set(noisy.tolist())) > 1  # they differ in the last bits
+    assert lattice(noisy).tolist() == [1, 1, 1, 1]
+    assert p_value(lattice(noisy)) == 2.0**-4  # all four positive: the smallest p of four tasks
+    odd = np.array([0.1234567, -0.7654321, 0.5])
+    assert lattice(-odd).tolist() == (-lattice(odd)).tolist()  # off any lattice, rounding is odd
+
+
+def test_reference_is_every_sign_vector_for_few_tasks_else_seeded() -> None:
+    assert reference_size(8, 0.01) == (256, True)
+    assert reference_size(16, 0.001) == (65536, True)
+    size, exact = reference_size(40, 0.01)
+    assert not exact and size >= 128 / 0.01
+    assert reference_size(40, 1e-4)[0] == 1 << 20
+    a, b = Reference(40, 0.01, seed=3), Reference(40, 0.01, seed=3)
+    assert (a.signs == b.signs).all() and (a.signs[0] == 1).all()
+    assert not (Reference(40, 0.01, seed=4).signs == a.signs).all()
+
+
+def test_at_most_the_budget_crosses_and_ties_cross_whole() -> None:
+    crossings = Crossings(8)
+    values = np.array([5.0, 5.0, 5.0, 1.0, 0.0, -1.0, -5.0, -5.0])
+    assert not crossings.look(values, 2)  # the tie of three at 5 does not fit in 2
+    assert crossings.count == 0
+    assert crossings.look(values, 3) and crossings.count == 3
+    assert budgets(0.05, 8, 2.0, 1 << 16) == tuple(
+        math.floor(0.05 * (k / 8) ** 2 * 65536 + 1e-9) for k in range(1, 9)
     )
 
 
-@pytest.mark.parametrize("alpha", [0.05, 0.017])
-@pytest.mark.parametrize("tasks", [8, 20])
-def test_type_one_error_at_most_alpha(alpha: float, tasks: int) -> None:
+def _decide(diffs_per_look: list[list[float]], alpha: float, seed: int = 0) -> str | None:
+    test = SequentialTest(
+        alpha, len(diffs_per_look[0]), max_looks=len(diffs_per_look), seed=seed, min_effect=-9
+    )
+    for k, diffs in enumerate(diffs_per_look):
+        outcome, _ = test.look(k, diffs)
+        if outcome is not None:
+            return outcome
+    return None
+
+
+def test_the_test_is_exact_over_every_sign_flip_of_a_data_set() -> None:
+    """Conditional on the data up to sign, at most alpha of the 2^n flips are accepted: the guarantee
+    itself, checked through look() on every flipped data set (8 tasks, 4 looks, 0/1 outcomes)."""
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        steps = rng.integers(-1, 2, size=(4, 8)) + (rng.random((4, 8)) < 0.3)  # tilted to the candidate
+        paths = np.cumsum(np.clip(steps, -1, 1), axis=0) / np.arange(1, 5)[:, None]
+        for alpha in (0.05, 0.02):
+            accepted = sum(
+                _decide([list(np.array(flip) * look) for look in paths], alpha) == "accept"
+                for flip in itertools.product((-1, 1), repeat=8)
+            )
+            assert accepted <= alpha * 256, (accepted, alpha)
+
+
+def test_equal_float_differences_below_the_minimum_pairs_never_accept() -> None:
+    """Equal differences are zero variance: 2^-n is their p-value, so with n < log2(1/alpha)
+    tasks no look accepts; with enough tasks they accept as exact equal differences do."""
+    alpha = 0.01  # log2(100) = 6.6: seven tasks are the minimum
+    for n in range(1, 7):
+        looks = [[0.3 - 0.2] * n for _ in range(8)]
+        test = SequentialTest(alpha, n, min_effect=-1.0)
+        assert all(test.look(k, d)[0] in (None, "cap") for k, d in enumerate(looks)), n
+    for diff in (0.1, 0.3 - 0.2, 1.0):
+        test = SequentialTest(alpha, 12)
+        outcomes = [test.look(k, [diff] * 12)[0] for k in range(3)]
+        assert "accept" in outcomes, (diff, outcomes)
+    assert SequentialTest(0.05, 20).look(0, [0.0] * 20)[0] == "futility"  # all ties: no gain to find
+    later = SequentialTest(0.05, 20, futility_from=2)
+    assert later.look(0, [0.0] * 20)[0] is None and later.look(1, [0.0] * 20)[0] == "futility"
+
+
+# Rates below come from benchmarks/gatesim.py, which decides many decisions at once with the gate's own
+# signflip code (test_the_benchmark_simulates_the_gate_itself checks it against SequentialTest).
+
+
+def _simulate(
+    rng: np.random.Generator, base: np.ndarray, cand: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    from benchmarks.gatesim import NEW, decide, outcomes
+
+    diffs = (outcomes(rng, np.clip(cand, 0, 1), 8) - outcomes(rng, base, 8)).astype(np.int8)
+    seeds = rng.integers(0, 2**31, 16)[rng.integers(0, 16, base.shape[0])]
+    return decide(NEW, np.full(base.shape[0], alpha), diffs, seeds, rng)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "lo", "hi", "alpha"),
+    [(8, 0.1, 0.9, 0.05), (20, 0.02, 0.25, 0.05), (20, 0.05, 0.95, 0.01), (60, 0.3, 0.7, 0.01)],
+)
+def test_type_one_error_at_most_alpha(tasks: int, lo: float, hi: float, alpha: float) -> None:
+    """Skewed and mixed per-task rates, the arms exchangeable on each task."""
     rng = np.random.default_rng(11)
-    test = SequentialTest(alpha)
-    accepts = 0
-    for _ in range(SIMS):
-        base = rng.uniform(0.2, 0.8, tasks)
-        accepts += run_test(test, rng, base, 0.0)[0] == "accept"
-    rate = accepts / SIMS
-    assert rate <= alpha + 3 * _se(alpha, SIMS), (
+    sims = 20_000
+    base = rng.uniform(lo, hi, (sims, tasks))
+    rate = float(_simulate(rng, base, base, alpha)[0].mean())
+    assert rate <= alpha + 3 * _se(alpha, sims), (
         f"false accepts {rate:.4f} at alpha {alpha} with {tasks} tasks"
     )
 
 
+@pytest.mark.parametrize("tasks", [6, 20])
+def test_zero_mean_heterogeneous_effects_are_rarely_accepted(tasks: int) -> None:
+    """Each task +0.2 or -0.2 (zero mean over the task population): at most about alpha; the
+    per-replicate t test accepted such edits at 1.4-2.2x alpha."""
+    rng = np.random.default_rng(17)
+    sims = 20_000
+    base = rng.uniform(0.3, 0.7, (sims, tasks))
+    cand = base + 0.2 * rng.choice((-1.0, 1.0), (sims, tasks))
+    rate = float(_simulate(rng, base, cand, 0.05)[0].mean())
+    assert rate <= 0.05 + 3 * _se(0.05, sims), f"{rate:.4f} with {tasks} tasks"
+
+
 def test_power_and_cost_at_plus_twenty_points_on_twenty_tasks() -> None:
-    """The design target: >= 80% power at +20 points with <= 6 replicates per task per arm on average."""
+    """The design target: >= 80% power at +20 points at a 12-decision run's first level, with at most
+    6 replicates per task per arm on average."""
     rng = np.random.default_rng(3)
-    test = SequentialTest(RunAlpha(planned=12).level([]))  # the first decision of a 10-step run
-    results = [run_test(test, rng, np.full(20, 0.4), 0.2) for _ in range(SIMS)]
-    power = sum(o == "accept" for o, _ in results) / SIMS
-    looks = float(np.mean([k for _, k in results]))
-    assert power >= 0.80, f"power {power:.3f}"
-    assert looks <= 6.0, f"mean replicates {looks:.2f}"
+    base = rng.uniform(0.35, 0.65, (4000, 20))
+    accepted, used = _simulate(rng, base, base + 0.2, RunAlpha(planned=12).level([]))
+    assert accepted.mean() - 3 * _se(0.8, 4000) >= 0.80, f"power {accepted.mean():.3f}"
+    assert used.mean() <= 6.0, f"mean replicates {used.mean():.2f}"
 
 
 def test_futility_stops_null_decisions_early() -> None:
     rng = np.random.default_rng(5)
-    test = SequentialTest(0.01)
-    looks = [run_test(test, rng, np.full(20, 0.5), 0.0)[1] for _ in range(SIMS)]
-    assert float(np.mean(looks)) < 4.5
-    worse = [run_test(test, rng, np.full(20, 0.5), -0.2) for _ in range(200)]
-    assert all(o == "futility" for o, _ in worse)
-    assert float(np.mean([k for _, k in worse])) < 2.0
+    base = np.full((4000, 20), 0.5)
+    assert _simulate(rng, base, base, 0.01)[1].mean() < 3.5
+    accepted, used = _simulate(rng, base[:500], base[:500] - 0.2, 0.01)
+    assert not accepted.any() and used.mean() <= 2.0
 
 
-def test_constant_differences_use_a_sign_test() -> None:
-    test = SequentialTest(0.01)  # log2(100) = 6.6: seven equal positive differences are needed
-    assert test.look(0, [1.0] * 6)[0] is None
-    assert test.look(0, [1.0] * 7)[0] == "accept"
-    assert test.look(0, [0.0] * 20)[0] == "futility"
-    assert test.look(7, [0.05] * 2)[0] == "futility"
+# --- run-wide control ---------------------------------------------------------------------------
 
 
 def test_run_alpha_policies() -> None:
@@ -110,22 +197,54 @@ def test_run_alpha_policies() -> None:
     assert lord.level([True, True]) == pytest.approx(0.05 * weights[2] + 0.05 * weights[0])
     assert lord.level([True, True]) > spend.level([True, True])
     assert all(lord.level([True] * j) <= 0.05 for j in range(12))
-    assert RunAlpha(0.05, "spend", 3).level([False] * 5) > 0  # past the plan, levels keep shrinking but exist
+
+
+@pytest.mark.parametrize("planned", [1, 3, 12])
+def test_decisions_past_the_plan_never_spend_more_than_alpha(planned: int) -> None:
+    """24 decisions on a 12-decision plan once spent 0.0597 (the weights were renormalised)."""
+    for policy in ("spend", "lord"):
+        run = RunAlpha(0.05, policy, planned)
+        history: list[bool] = []
+        total = 0.0
+        for _ in range(2 * planned + 12):
+            total += run.level(history)
+            history.append(False)
+        assert total <= 0.05 + 1e-12, (policy, total)
+        assert run.level([False] * planned) == 0.0  # past the plan nothing is left
+    # under spend, whatever the outcomes, the levels of any number of decisions sum to at most alpha
+    rng = np.random.default_rng(2)
+    outcomes = list(rng.random(3 * planned) < 0.5)
+    spend = RunAlpha(0.05, "spend", planned)
+    assert sum(spend.level(outcomes[:j]) for j in range(3 * planned)) <= 0.05 + 1e-12
+
+
+def test_an_exhausted_plan_rejects_without_rollouts() -> None:
+    from skilltune.gate import RunGate
+
+    gate = RunGate("sequential", "mixed", 1, {}, 0.05, "spend", 2)
+    assert gate.for_decision([False])[0] is not None
+    assert gate.for_decision([False, False]) == (None, 0.0)
 
 
 def test_a_pure_noise_run_accepts_anything_with_probability_at_most_alpha() -> None:
-    """Run-wide control: 12 gated decisions on pure noise; P(any accept) <= alpha + 3 SE."""
+    """Run-wide control: 12 decisions on pure noise sharing the incumbent's rollouts, as a run's do;
+    P(any keep) <= alpha + 3 SE."""
+    from benchmarks.gatesim import NEW, decide, outcomes
+
     rng = np.random.default_rng(23)
-    policy = RunAlpha(0.05, "lord", 12)
-    runs_with_accept = 0
-    for _ in range(SIMS):
-        history: list[bool] = []
-        for _ in range(12):
-            outcome, _ = run_test(SequentialTest(policy.level(history)), rng, rng.uniform(0.3, 0.7, 20), 0.0)
-            history.append(outcome == "accept")
-        runs_with_accept += any(history)
-    rate = runs_with_accept / SIMS
-    assert rate <= 0.05 + 3 * _se(0.05, SIMS), f"{rate:.4f} of pure-noise runs accepted an edit"
+    runs, tasks = 6000, 20
+    base = rng.uniform(0.3, 0.7, (runs, tasks))
+    pool = outcomes(rng, base, 8)  # the incumbent's rounds, shared by every decision of a run
+    kept = np.zeros(runs, dtype=bool)
+    for level in RunAlpha(0.05, "spend", 12).planned_levels():  # spend: levels do not depend on outcomes
+        diffs = (outcomes(rng, base, 8) - pool).astype(np.int8)
+        seeds = rng.integers(0, 2**31, 16)[rng.integers(0, 16, runs)]
+        kept |= decide(NEW, np.full(runs, level), diffs, seeds, rng)[0]
+    rate = float(kept.mean())
+    assert rate <= 0.05 + 3 * _se(0.05, runs), f"{rate:.4f} of pure-noise runs kept an edit"
+
+
+# --- the gate -----------------------------------------------------------------------------------
 
 
 def _rec(task: str, rep: int, value: float | None, candidate: str, status: str = "ok") -> RolloutRecord:
@@ -141,7 +260,8 @@ def _rec(task: str, rep: int, value: float | None, candidate: str, status: str =
 
 
 class ScriptedSampler:
-    """Outcomes per (arm, task, replicate) from a seeded generator; records every call."""
+    """Outcomes per (arm, task, round) from a seeded generator; the incumbent's replicates are
+    numbered apart from the candidate's (as a shared incumbent pool's are); records every call."""
 
     def __init__(self, effect: float, tasks: int = 10, seed: int = 0, infra_at: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
@@ -157,22 +277,25 @@ class ScriptedSampler:
                 cand.append(_rec(f"t{t}", rep, float(self.rng.random() < 0.5 + self.effect), "cand"))
                 status = "infra_error" if self.infra_at == index and t == 0 else "ok"
                 value = None if status != "ok" else float(self.rng.random() < 0.5)
-                inc.append(_rec(f"t{t}", rep, value, "inc", status))
+                inc.append(_rec(f"t{t}", 500 + rep, value, "inc", status))
         return cand, inc
 
 
-def test_gate_records_every_round_and_uses_fresh_replicates() -> None:
+def test_gate_records_every_round_with_its_pairs() -> None:
     gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=6)
     assert isinstance(gate, SequentialGate)
     sampler = ScriptedSampler(0.45, tasks=12, seed=1)
     verdict = gate.decide(sampler)
-    assert verdict.decision == "accept"
+    assert verdict.decision == "accept" and verdict.test == "signflip"
     assert sampler.calls == [(k, 1) for k in range(len(verdict.rounds))]
     assert [r.replicates for r in verdict.rounds] == list(range(1, len(verdict.rounds) + 1))
     assert verdict.rollouts == 24 * len(verdict.rounds)
+    first = verdict.rounds[0]
+    assert [p.task for p in first.pairs] == sorted(f"t{t}" for t in range(12))
+    assert all(p.incumbent_replicate == 500 + p.candidate_replicate for p in first.pairs)
     last = verdict.rounds[-1].statistic
-    assert last["t"] >= last["bound_t"] and last["alpha"] == 0.05
-    assert "crossed the bound" in verdict.reason
+    assert last["crossed"] <= last["budget"] and last["alpha"] == 0.05 and last["reference"] == 4096
+    assert "crossed the sign-flip boundary" in verdict.reason
 
 
 def test_gate_rejects_for_futility_and_at_the_cap() -> None:
@@ -190,3 +313,27 @@ def test_gate_never_decides_on_a_contaminated_round() -> None:
     )
     assert verdict.decision == "contaminated"
     assert len(verdict.rounds) == 2
+
+
+@pytest.mark.parametrize(("tasks", "alpha"), [(12, 0.02), (24, 0.01)])
+def test_the_benchmark_simulates_the_gate_itself(tasks: int, alpha: float) -> None:
+    """benchmarks/gatesim.py decides in bulk; each decision equals SequentialTest's on the same data."""
+    from benchmarks.gatesim import NEW, decide
+
+    rng = np.random.default_rng(tasks)
+    rows = 80
+    base = rng.uniform(0.2, 0.8, (rows, tasks))
+    effect = rng.choice((0.0, 0.3), (rows, 1))
+    diffs = ((rng.random((rows, 8, tasks)) < base[:, None, :] + effect[:, None, :]).astype(np.int8)
+             - (rng.random((rows, 8, tasks)) < base[:, None, :]))  # fmt: skip
+    seeds = rng.integers(0, 4, rows)
+    accepted, used = decide(NEW, np.full(rows, alpha), diffs.astype(np.int8), seeds)
+    assert 0 < accepted.sum() < rows
+    for d in range(rows):
+        test = SequentialTest(alpha, tasks, seed=int(seeds[d]))
+        sums = np.cumsum(diffs[d], axis=0)
+        for k in range(8):
+            outcome, _ = test.look(k, list(sums[k] / (k + 1)))
+            if outcome is not None:
+                break
+        assert (outcome == "accept", k + 1) == (bool(accepted[d]), int(used[d])), d

@@ -37,7 +37,7 @@ def _quiet() -> dict[str, Any]:
 
 def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -> None:
     result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1, **_quiet()
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1, alpha=0.2, **_quiet()
     )
     run = RunDir(tmp_path / "demo")
     assert result.state == "success", result.reason
@@ -237,6 +237,76 @@ def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) ->
     ours = json.loads(run.comparison.read_text())
     theirs = json.loads(reference.comparison.read_text())
     assert ours["arms"] == theirs["arms"] and ours["pairs"] == theirs["pairs"]
+    # decisions shared the incumbent's rollouts and ran some ahead, so resuming did not change those
+    verdicts = [json.loads(p.read_text()) for p in sorted(run.steps.glob("*/gate.json"))]
+    assert sum(v["reused"] for v in verdicts) > 0 and sum(v["prefetched"] for v in verdicts) > 0
+    ref_verdicts = [json.loads(p.read_text()) for p in sorted(reference.steps.glob("*/gate.json"))]
+    assert verdicts == ref_verdicts
+
+
+def test_decisions_share_the_incumbents_rollouts_never_those_that_selected_it(tmp_path: Path) -> None:
+    """While an incumbent stays, every decision's round r uses the same incumbent replicate; a kept
+    candidate is judged on a new block of replicates, never on its own gate's (those were selected for
+    being high); the seed's first round is its val baseline."""
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="pool", runs_dir=str(tmp_path), max_steps=8, seed=1, alpha=0.2, **_quiet()
+    )
+    run = RunDir(tmp_path / "pool")
+    records = [json.loads((run.unit_dir(k, i) / f"{k}.json").read_text()) for k, i in _units(run)]
+    assert result.kept >= 1
+    incumbent_reps: dict[str, set[int]] = {}
+    origin = 0  # position of the unit that made the incumbent
+    own_reps: set[int] = set()
+    for position, record in enumerate(records, start=1):
+        gate = run.unit_dir(record["kind"], record["index"]) / "gate.json"
+        if gate.is_file():
+            verdict = json.loads(gate.read_text())
+            reps = {p["incumbent_replicate"] for r in verdict["rounds"] for p in r["pairs"]}
+            assert reps.isdisjoint(own_reps)
+            expected = (
+                set(range(0, 8)) if origin == 0 else set(range(origin * 1000 + 500, origin * 1000 + 508))
+            )
+            assert reps <= expected
+            incumbent_reps.setdefault(record["parent"], set()).update(reps)
+            if record["verdict"] == "keep":
+                own_reps = {p["candidate_replicate"] for r in verdict["rounds"] for p in r["pairs"]}
+                origin = position
+    gates = [run.unit_dir(kind, index) / "gate.json" for kind, index in _units(run)]
+    reused = [json.loads(p.read_text())["reused"] for p in gates if p.is_file()]
+    assert reused[0] == 16  # the seed's val baseline served its first round
+    assert sum(reused[1:]) > 0
+    gate_dirs = list(run.steps.glob("*/rollouts/gate/*/*"))
+    assert len({d.parent.name + "/" + d.name for d in gate_dirs}) == len(gate_dirs)  # none run twice
+
+
+def test_train_warns_when_the_val_split_is_too_small_for_some_levels(tmp_path: Path) -> None:
+    """Five val tasks: the smallest sign-flip p-value is 1/32, above the second level of a 2-decision run
+    at alpha 0.05 (0.033, 0.017): the warning names it, even in a quiet run; 16 tasks give none."""
+    import io
+
+    from skilltune.progress import PlainReporter
+    from tests.helpers import rule_task, write_suite
+
+    tasks = [rule_task(f"t{i}", ["state-a-default"], noise=0.3) for i in range(5)]
+    suite = write_suite(tmp_path / "suite", tasks, [t | {"id": f"v{i}"} for i, t in enumerate(tasks)])
+    stream = io.StringIO()
+    train(suite, MOCK_SKILL, tag="small", runs_dir=str(tmp_path), max_steps=2, epoch_steps=5, seed=1,
+          reporter=PlainReporter(stream, quiet=True))  # fmt: skip
+    assert (
+        "warning: with 5 val tasks the gate cannot keep any edit at decision 2 of 2 "
+        "(levels below 2^-5 = 0.0312): add val tasks (6 for every level of this run) or plan fewer steps"
+    ) in stream.getvalue()
+    stream = io.StringIO()
+    train(MOCK_SUITE, MOCK_SKILL, tag="big", runs_dir=str(tmp_path), max_steps=2, seed=1,
+          reporter=PlainReporter(stream))  # fmt: skip
+    assert "gate: to be kept, an edit must improve at least 5 of the 16 val tasks" in stream.getvalue()
+    assert "cannot keep any edit" not in stream.getvalue()
+
+
+def _units(run: RunDir) -> list[tuple[str, int]]:
+    """The run's units in run order (results.tsv's rows)."""
+    rows = [line.split("\t") for line in run.results.read_text().splitlines()[1:]]
+    return [("step", int(r[0])) if r[2] == "step" else ("epoch", int(r[1])) for r in rows]
 
 
 def test_a_second_process_is_refused_by_the_lock(tmp_path: Path) -> None:

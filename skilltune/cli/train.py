@@ -136,12 +136,28 @@ def _finish_run(result: TrainResult) -> None:
             markup=True,
         )
     run = Path(result.run_dir)
+    print_gate_share(run)
     files = [f"run: {run}", f"results: {run / 'results.tsv'}"]
     if (run / "best_skill").exists():
         files.append(f"best skill: {run / 'best_skill'}")
     out.print("\n" + "\n".join(files))
     if result.state in ("blocked", "crash"):
         raise typer.Exit(3)
+
+
+def print_gate_share(run_dir: Path) -> None:
+    """What the gate cost of the run's training rollouts (from the journal)."""
+    from skilltune.rundir import RunDir
+    from skilltune.train.budget import stage_rollouts
+
+    stages = stage_rollouts(RunDir(run_dir))
+    training = sum(n for stage, n in stages.items() if stage != "test")
+    if training:
+        gate = stages.get("gate", 0)
+        out.print(
+            f"rollouts: {training} in training, {gate} of them in the gate ({gate / training:.0%}); "
+            f"{stages.get('test', 0)} in the held-out test"
+        )
 
 
 @app.command(
@@ -172,7 +188,8 @@ def train(
         float | None, typer.Option(help="Run-wide error rate of the sequential gate (default 0.05).")
     ] = None,
     alpha_policy: Annotated[
-        str | None, typer.Option(help="lord (default: alpha-investing) or spend (family-wise).")
+        str | None,
+        typer.Option(help="spend (default: family-wise, any dependence) or lord (alpha-investing)."),
     ] = None,
     metric: Annotated[
         str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
@@ -193,7 +210,8 @@ def train(
         int | None, typer.Option(min=1, help="Replicates per task in the final test (default 3).")
     ] = None,
     screen: Annotated[
-        bool | None, typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first.")
+        bool | None,
+        typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first (default on)."),
     ] = None,
     budget_rollouts: BudgetRolloutsOpt = None,
     budget_tokens: BudgetTokensOpt = None,

@@ -19,7 +19,8 @@ class Interval(BaseModel):
     """The gate's interval on the gain (candidate - incumbent) at its last round.
 
     ``sequential``: low = gain - bound_t * se (the gate accepts when it is above 0), high = the
-    futility upper bound (it stops for futility when that is below ``min_effect``);
+    futility upper bound (it stops for futility when that is below ``min_effect``); the task-level
+    sign-flip test (run schema 6) accepts on its crossings, so low is None;
     ``paired-z``: gain -/+ 1.645 se; ``strict`` records no spread (low = high = gain).
     """
 
@@ -40,6 +41,9 @@ class GateRound(BaseModel):
     t: float | None = None
     bound: float | None = None
     upper: float | None = None
+    p: float | None = None  # the sign-flip test: this round's single-look p-value
+    crossed: int | None = None  # reference vectors crossed so far, of ``budget`` allowed
+    budget: int | None = None
 
 
 class Citation(BaseModel):

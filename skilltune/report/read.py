@@ -280,15 +280,15 @@ def _task_means(per_task: dict[str, list[float | None]]) -> list[float]:
 
 def _mean_ci(values: list[float]) -> tuple[float | None, float | None]:
     """A 95% t-interval on the mean of per-task means, clipped to [0, 1] (a score's range)."""
-    from skilltune.stats import summarize as describe
+    from skilltune.stats import mean, upper_bound
 
     if len(values) < 2:
         return None, None
-    stat = describe(values)
-    half = stat.upper(0.975) - stat.mean
+    centre = mean(values)
+    half = upper_bound(values, 0.975) - centre
     if not math.isfinite(half):
         return None, None
-    return round(max(0.0, stat.mean - half), 6), round(min(1.0, stat.mean + half), 6)
+    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
 
 
 def _heatmap(rollouts: RunRollouts, units: list[UnitView]) -> Heatmap:

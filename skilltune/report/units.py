@@ -38,14 +38,21 @@ def _round(raw: dict[str, object]) -> GateRound:
     stat = raw.pop("statistic", {})
     assert isinstance(stat, dict)
     gain = stat.get("mean_gain", stat.get("mean_diff"))
+    se = stat.get("se")
+    sd, tasks = stat.get("sd"), stat.get("tasks")
+    if se is None and isinstance(sd, float | int) and isinstance(tasks, int) and tasks > 1:
+        se = sd / tasks**0.5  # the sign-flip test records the sd of its per-task differences
     return GateRound.model_validate(
         {
             **raw,
             "gain": gain,
-            "se": stat.get("se"),
+            "se": se,
             "t": stat.get("t", stat.get("z")),
             "bound": stat.get("bound_t"),
             "upper": stat.get("upper"),
+            "p": stat.get("p"),
+            "crossed": stat.get("crossed"),
+            "budget": stat.get("budget"),
         }
     )
 
@@ -55,6 +62,8 @@ def _interval(last: GateRound) -> Interval | None:
         return None
     if last.bound is not None and last.se is not None:  # sequential: the accept side and the futility side
         return Interval(gain=last.gain, low=last.gain - last.bound * last.se, high=last.upper)
+    if last.p is not None:  # the sign-flip test accepts on crossings, not on an interval: futility side only
+        return Interval(gain=last.gain, low=None, high=last.upper)
     if last.se is not None:  # paired-z
         return Interval(
             gain=last.gain, low=last.gain - PAIRED_Z * last.se, high=last.gain + PAIRED_Z * last.se

@@ -29,6 +29,9 @@ status ``unscored`` with ``pending_status`` and the judge's usage (``judge``); s
 the judge's tokens and USD; config.json the settings ``prompt_variant`` and
 ``judge_options``; gate.json ``secondary``. Files of version 4 read unchanged (every new
 field has a default); a judge.json or judge_inputs.json claiming a version before 5 is refused.
+6 = gate.json holds the task-level test: ``Verdict.test``, ``reused`` and ``prefetched``, each ``Round``'s
+``reused`` incumbent rollouts and per-(task, replicate) ``pairs`` (gate.json of schema 5 or older
+is migrated: its sequential verdicts are marked ``test: replicate-t``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ from skilltune.runfiles.rollouts import (
 from skilltune.runfiles.units import (
     UNIT_FILES,
     Decision,
+    Pair,
     ReflectionsFile,
     Round,
     SecondaryCheck,
@@ -111,6 +115,7 @@ __all__ = [
     "Migration",
     "NewerRunFileError",
     "OldRunFileError",
+    "Pair",
     "PairResult",
     "Phase",
     "ReflectionsFile",

@@ -34,14 +34,14 @@ class TrainConfig(BaseModel):
     gate_options: dict[str, Any] = Field(default_factory=dict)
     metric: Literal["hard", "soft", "mixed"] = "mixed"
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="run-wide error rate of the gate")
-    alpha_policy: Literal["lord", "spend"] = "lord"
+    alpha_policy: Literal["lord", "spend"] = "spend"
     max_steps: int = Field(default=10, ge=1)
     epochs: int | None = Field(default=None, ge=1)
     epoch_steps: int = Field(default=5, ge=1)
     batch: int = Field(default=8, ge=1)
     reps: int = Field(default=1, ge=1)
     test_reps: int = Field(default=3, ge=1)
-    screen: bool = False
+    screen: bool = True
     budget_rollouts: int | None = Field(default=None, ge=1)
     budget_tokens: int | None = Field(default=None, ge=1)
     budget_usd: float | None = Field(default=None, gt=0)

@@ -39,14 +39,37 @@ class SlowUpdateFile(RunFile):
 Decision = Literal["accept", "reject", "contaminated"]
 
 
+class Pair(BaseModel):
+    """One task in one gate round: the candidate's and the incumbent's replicate and score
+    (None: not scored). The incumbent's replicate may come from an earlier decision."""
+
+    task: str
+    candidate_replicate: int
+    incumbent_replicate: int
+    candidate: float | None
+    incumbent: float | None
+
+
 class Round(BaseModel):
+    """A gate round. ``rollouts`` were run for it; ``reused`` incumbent rollouts came from
+    earlier decisions of the same incumbent (never the decision that accepted it)."""
+
     index: int
     replicates: int
     candidate: float | None
     incumbent: float | None
     n_pairs: int
     rollouts: int
+    reused: int = 0
     statistic: dict[str, Any] = Field(default_factory=dict)
+    pairs: list[Pair] = Field(default_factory=list)
+
+
+def _replicate_t_verdict(raw: dict[str, Any]) -> dict[str, Any]:
+    # Verdicts of run schema <= 5 came from the per-(task, replicate) t test, with fresh
+    # incumbent rollouts every round; they stay what they were (a memo is never re-decided).
+    sequential = any("bound_t" in (r.get("statistic") or {}) for r in raw.get("rounds", []))
+    return raw | {"test": "replicate-t" if sequential else None}
 
 
 class SecondaryCheck(BaseModel):
@@ -63,7 +86,11 @@ class SecondaryCheck(BaseModel):
 class Verdict(RunFile):
     """gate.json: a gate's decision with its rounds. ``alpha`` is the decision's level under the
     run's error-control policy (set for the sequential gate); ``secondary`` the regression test on
-    the secondary suite (which can only turn an accept into a reject)."""
+    the secondary suite (which can only turn an accept into a reject); ``test`` names the statistic
+    (``signflip``: the task-level sequential sign-flip test; ``replicate-t``: the per-replicate t
+    test of run schema <= 5; None: a one-pass gate)."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {5: _replicate_t_verdict}
 
     decision: Decision
     reason: str
@@ -74,6 +101,9 @@ class Verdict(RunFile):
     rollouts: int
     alpha: float | None = None
     secondary: SecondaryCheck | None = None
+    test: str | None = None
+    reused: int = 0  # incumbent rollouts taken from earlier decisions (not run here)
+    prefetched: int = 0  # incumbent rollouts run ahead for rounds this decision did not reach
 
     @property
     def accept(self) -> bool:

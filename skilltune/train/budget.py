@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, RolloutRecord, SlowUpdateFile, active_seconds
+from skilltune.runfiles import ReflectionsFile, RolloutRecord, SlowUpdateFile, StageDone, active_seconds
 from skilltune.suite import Suite
 
 
@@ -122,6 +122,21 @@ def spent(run: RunDir) -> Spent:
     records = records_run(run.root)
     tokens = sum(record_tokens(rec) for rec in records) + proposer_tokens(run.steps)
     return Spent(len(records), tokens, sum(record_cost(rec) for rec in records))
+
+
+def stage_rollouts(run: RunDir) -> dict[str, int]:
+    """Rollouts by stage from the journal: ``baseline``, ``rollout`` (train), ``screen``, ``compare``
+    (epoch), ``gate`` (run, not reused) and ``test`` (the final held-out comparison). A stage
+    re-entered on resume states its total again, so each unit's last record of it counts."""
+    last: dict[tuple[str, str], int] = {}
+    for event in run.read_journal():
+        if isinstance(event, StageDone) and event.rollouts is not None:
+            stage = "test" if event.unit == "final" else event.stage
+            last[(event.unit, stage)] = event.rollouts
+    out: dict[str, int] = {}
+    for (_, stage), rollouts in last.items():
+        out[stage] = out.get(stage, 0) + rollouts
+    return out
 
 
 def hours_spent(run: RunDir) -> float:

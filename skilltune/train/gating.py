@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from skilltune.propose.edit import lint_edit
-from skilltune.runfiles import RolloutRecord, UnitEnd, UnitRecord, Verdict
+from skilltune.rollout import RolloutJob
+from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
 from skilltune.skill import Candidate
 from skilltune.store import write_text
-from skilltune.suite import Task
+from skilltune.suite import Task, safe_id
 from skilltune.textfmt import fmt
 from skilltune.train.budget import proposer_tokens, record_cost, record_tokens, records_run
 from skilltune.train.context import RunContext
-from skilltune.train.rollouts import RunRollouts, replicate_base
+from skilltune.train.rollouts import POOL_OFFSET, RunRollouts, replicate_base
 from skilltune.train.secondary import gated_ids, regression_test, veto
 from skilltune.train.session import BlockedError
 from skilltune.train.units import Unit
@@ -62,11 +63,64 @@ class Draft:
         )
 
 
+@dataclass(frozen=True)
+class IncumbentPool:
+    """The incumbent's val rollouts that decisions share while it stays the incumbent.
+
+    Round r of every decision against one incumbent uses the same incumbent replicate,
+    ``base + r``; the first decision that needs it runs it, later ones find it in its unit's
+    folder (``sources``, in run order) and reuse it. ``base`` depends only on where the
+    incumbent came from (the seed: 0, so the seed's val baseline serves its first rounds;
+    a kept candidate: a block of its unit's replicate range that the unit's own gate never
+    used), so the rollouts that selected an incumbent never judge it, and which rollouts are
+    reused depends neither on timing nor on where the run was resumed.
+    """
+
+    base: int
+    sources: tuple[Path, ...]  # rollout folders (rollouts/<phase>/<cand12>) of earlier units
+
+    @classmethod
+    def of(cls, ctx: RunContext, incumbent: Candidate, done: list[UnitRecord]) -> IncumbentPool:
+        kept = [i for i, record in enumerate(done) if record.verdict == "keep"]
+        if not kept:
+            base, start = 0, 0
+            sources = [ctx.run.unit_dir("step", 0) / "rollouts" / "eval" / incumbent.short]
+        else:  # done[i] is the unit in run position i + 1
+            base, start = replicate_base(kept[-1] + 1, POOL_OFFSET), kept[-1] + 1
+            sources = []
+        for record in done[start:]:
+            sources.append(
+                ctx.run.unit_dir(record.kind, record.index) / "rollouts" / "gate" / incumbent.short
+            )
+        return cls(base, tuple(sources))
+
+    def find(self, rollouts: RunRollouts, job: RolloutJob) -> RolloutRecord | None:
+        for source in self.sources:
+            if (source / f"{safe_id(job.task.id)}_r{job.replicate}").is_dir():
+                phase = cast(Phase, source.parent.name)
+                found = rollouts.finished(source.parent.parent.parent, replace(job, phase=phase))
+                if found is not None:
+                    return found
+        return None
+
+
 class ValSampler:
-    """The gate's sampler: round k runs both skills on every val task, with replicate indices
-    fresh for the unit and the round (so no round reuses another's rollouts). With a secondary
-    suite named (skill-trainer's two-suite rule) the gate gets the primary tasks' records and
-    the secondary tasks' are kept for the regression test (``train/secondary.py``)."""
+    """The gate's sampler: round k runs the candidate on every val task with replicate indices
+    fresh for the unit and the round, and takes the incumbent's round-k replicate from its
+    pool (run here when no earlier decision ran it).
+
+    Round k's batch also runs the incumbent's round k+1 replicates the pool lacks (below the
+    gate's ``rounds`` cap), queued after round k's jobs, so they take the workers round k's
+    last rollouts leave idle. Which they are depends only on the pool, never on timing; they
+    enter this decision at round k+1, or a later decision of the same incumbent at its round
+    k+1, and are counted like any rollout the unit ran (``prefetched``: those this decision
+    did not reach). A candidate's next round is not started early: whenever the decision
+    stops it would be wasted, and how much of it ran would depend on timing.
+
+    With a secondary suite named (skill-trainer's two-suite rule) the gate gets the primary
+    tasks' records and the secondary tasks' are kept for the regression test
+    (``train/secondary.py``).
+    """
 
     def __init__(
         self,
@@ -76,6 +130,8 @@ class ValSampler:
         candidate: Candidate,
         incumbent: Candidate,
         seq: int,
+        pool: IncumbentPool,
+        rounds: int,
     ) -> None:
         self.rollouts = rollouts
         self.folder = folder
@@ -85,12 +141,39 @@ class ValSampler:
         self.seq = seq
         self.gated = gated_ids(rollouts.suite, val)
         self.held: list[RolloutRecord] = []  # the secondary suite's records, every round
+        self.pool = pool
+        self.rounds = rounds
+        self.reused: dict[int, int] = {}  # round -> incumbent rollouts taken from the pool
+        self.ahead: dict[int, int] = {}  # round -> incumbent rollouts run ahead for it
+
+    def _incumbent_job(self, task: Task, replicate: int) -> RolloutJob:
+        return RolloutJob(task, "gate", self.incumbent, self.pool.base + replicate, self.rollouts.config.seed)
 
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
-        base = replicate_base(self.seq, index * replicates)
-        jobs = self.rollouts.jobs(self.val, self.candidate, "gate", base, replicates)
-        jobs += self.rollouts.jobs(self.val, self.incumbent, "gate", base, replicates)
-        records = [r for r, _ in self.rollouts.run(self.folder, jobs)]
+        first = index * replicates
+        jobs = self.rollouts.jobs(
+            self.val, self.candidate, "gate", replicate_base(self.seq, first), replicates
+        )
+        pooled: list[RolloutRecord] = []
+        for task in self.val:
+            for j in range(replicates):
+                job = self._incumbent_job(task, first + j)
+                found = self.pool.find(self.rollouts, job)
+                if found is None:
+                    jobs.append(job)
+                else:
+                    pooled.append(found)
+        self.reused[index] = len(pooled)
+        ahead = []
+        if replicates == 1 and index + 1 < self.rounds:
+            for task in self.val:
+                job = self._incumbent_job(task, index + 1)
+                if self.pool.find(self.rollouts, job) is None:
+                    ahead.append(job)
+        self.ahead[index + 1] = len(ahead)
+        wanted = {(j.cand12, j.task.id, j.replicate) for j in jobs}
+        ran = [r for r, _ in self.rollouts.run(self.folder, jobs + ahead)]
+        records = [r for r in ran if (r.candidate[:12], r.task_id, r.replicate) in wanted] + pooled
         self.held += [r for r in records if r.task_id not in self.gated]
         gated = [r for r in records if r.task_id in self.gated]
         return (
@@ -111,6 +194,10 @@ class ValSampler:
             self.rollouts.suite.config.secondary_alpha,
         )
         return veto(verdict, check)
+
+    def unused_ahead(self, rounds_used: int) -> int:
+        """Incumbent rollouts run ahead for a round the decision did not reach (left in the pool)."""
+        return sum(n for k, n in self.ahead.items() if k >= rounds_used)
 
 
 def settle(
@@ -144,7 +231,7 @@ def settle(
     ctx.progress.phase = "gate"
     with ctx.stage(draft.unit.name, "gate") as info:
         verdict = decide(ctx, folder, candidate, incumbent, draft.unit.seq, done)
-        info["rollouts"] = verdict.rollouts
+        info["rollouts"] = verdict.rollouts + verdict.prefetched
     return close(ctx, draft.judged(candidate, verdict), candidate if verdict.accept else None)
 
 
@@ -162,11 +249,21 @@ def decide(
         verdict = Verdict.read(path)
     else:
         earlier = [r.verdict == "keep" for r in done if r.alpha is not None]
-        gate, level = ctx.gate.for_decision(earlier)
-        sampler = ValSampler(ctx.rollouts, folder, ctx.suite.tasks("val"), candidate, incumbent, seq)
-        verdict = gate.decide(sampler)
-        if verdict.decision != "contaminated":
-            verdict = sampler.secondary(verdict, ctx.config.metric)
+        gate, level = ctx.gate.for_decision(earlier, ctx.rng(seq, "gate").randrange(2**32))
+        if gate is None:
+            verdict = Verdict(
+                decision="reject", reason="the run's alpha is spent: its plan of decisions is exhausted",
+                metric=ctx.config.metric, val_candidate=None, val_incumbent=None, rounds=[], rollouts=0,
+            )  # fmt: skip
+        else:
+            pool = IncumbentPool.of(ctx, incumbent, done)
+            val = ctx.suite.tasks("val")
+            sampler = ValSampler(
+                ctx.rollouts, folder, val, candidate, incumbent, seq, pool, gate.max_replicates
+            )
+            verdict = _with_reuse(gate.decide(sampler), sampler)
+            if verdict.decision != "contaminated":
+                verdict = sampler.secondary(verdict, ctx.config.metric)
         if level is not None:
             verdict = verdict.model_copy(update={"alpha": level})
         if verdict.decision != "contaminated":  # a resumed unit must re-run the failed rollouts
@@ -174,6 +271,26 @@ def decide(
     if verdict.decision == "contaminated":
         raise BlockedError(f"{folder.name}: {verdict.reason}; no gate decides on a contaminated batch")
     return verdict
+
+
+def _with_reuse(verdict: Verdict, sampler: ValSampler) -> Verdict:
+    """The verdict with each round's pooled incumbent rollouts counted as reused, not run, and the
+    incumbent rollouts run ahead for rounds it did not reach."""
+    reused = sampler.reused
+    rounds = [
+        r.model_copy(
+            update={"rollouts": r.rollouts - reused.get(r.index, 0), "reused": reused.get(r.index, 0)}
+        )
+        for r in verdict.rounds
+    ]
+    return verdict.model_copy(
+        update={
+            "rounds": rounds,
+            "rollouts": sum(r.rollouts for r in rounds),
+            "reused": sum(r.reused for r in rounds),
+            "prefetched": sampler.unused_ahead(len(rounds)),
+        }
+    )
 
 
 def close(ctx: RunContext, record: UnitRecord, accepted: Candidate | None) -> UnitRecord:

@@ -11,6 +11,7 @@ gate, the edit budget, the proposer); this module only sequences them.
 from __future__ import annotations
 
 from skilltune.errors import UsageError
+from skilltune.gate import val_size_notes
 from skilltune.propose.reflect import render_memory
 from skilltune.rollout import accuracy
 from skilltune.runfiles import UnitRecord
@@ -37,6 +38,7 @@ def _run_units(ctx: RunContext) -> None:
     _check_suite(ctx)
     ctx.progress.seed_val = _baseline(ctx)
     _warn_regime(ctx, ctx.progress.seed_val)
+    _warn_val_size(ctx)
     done = finished(ctx.run, ctx.order)
     _refresh(ctx, done)  # a kill between a unit's record and these files loses nothing
     stopped_early = False
@@ -86,6 +88,17 @@ def _warn_regime(ctx: RunContext, seed_val: float | None) -> None:
         f"warning: the seed's val {ctx.config.metric} is {seed_val:.3f}, {regime}: a gate on it can hardly "
         "tell skills apart; use harder tasks or restrict the agent's tools (see skilltune calibrate)"
     )
+
+
+def _warn_val_size(ctx: RunContext) -> None:
+    """What the gate's levels ask of the val split, and a warning when it is too small for some."""
+    if not ctx.gate.leveled:
+        return
+    note, warning = val_size_notes(len(ctx.suite.tasks("val")), ctx.gate.run_alpha.planned_levels())
+    if note:
+        ctx.reporter.line(note)
+    if warning:
+        ctx.reporter.line(warning)
 
 
 def _refresh(ctx: RunContext, done: list[UnitRecord]) -> None:

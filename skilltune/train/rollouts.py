@@ -22,6 +22,7 @@ from skilltune.train.session import Session
 from skilltune.workspace import placed_prompts
 
 REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
+POOL_OFFSET = 500  # a kept candidate's val pool as the incumbent: its unit's range from here
 Records = list[tuple[RolloutRecord, Path]]
 
 
@@ -84,16 +85,23 @@ class RunRollouts:
     ) -> list[RolloutJob]:
         return jobs_for(tasks, candidate, phase, reps, self.config.seed, base)
 
+    def _runner(self, out: Path) -> RolloutRunner:
+        return RolloutRunner(
+            suite=self.suite, backend=self.backend, options=self.options, out=out, retry=self.retry,
+            cache=self.cache, fresh=self.config.fresh,
+        )  # fmt: skip
+
+    def finished(self, out: Path, job: RolloutJob) -> RolloutRecord | None:
+        """The finished record of ``job`` under ``out`` when this run's runner would reuse it."""
+        return self._runner(out).reusable(job)
+
     def run(self, out: Path, jobs: list[RolloutJob]) -> Records:
         """Run ``jobs`` into ``out``, reusing finished records (never an infra error or a crash).
 
         Returns (record, folder) pairs in canonical (candidate, task, replicate) order. A stop
         request lets the running rollouts finish, then raises StopRequested.
         """
-        runner = RolloutRunner(
-            suite=self.suite, backend=self.backend, options=self.options, out=out, retry=self.retry,
-            cache=self.cache, fresh=self.config.fresh,
-        )  # fmt: skip
+        runner = self._runner(out)
         by_key = {(j.cand12, j.task.id, j.replicate): j for j in jobs}
         records: Records = []
         todo = []

@@ -1,0 +1,384 @@
+"""Vectorised simulation of gate decisions and of training runs (the engine of verdicts.py).
+
+Two designs, on 0/1 outcomes (one replicate per val task per arm and round):
+
+- ``signflip``: skilltune's sequential gate: per-task mean differences, the sign-flip reference
+  of skilltune.signflip (the same ``Reference``, ``budgets``, ``Crossings`` and ``tail`` the
+  gate uses), futility by the t upper bound on task means. Decisions are simulated in bulk;
+  only those whose single-look sign-flip p-value could put them inside a look's budget run the
+  sequential crossing test (a decision outside every look's budget cannot cross: the screen
+  is exact for a full reference and misses with chance < 1e-12 per look for a sampled one).
+- ``replicate-t``: the gate before issue 12, for comparison: a t statistic on the pooled
+  per-(task, replicate) differences against Brownian-motion group-sequential bounds at 0.8
+  alpha, a sign test for equal differences, futility from the first look.
+
+``tests/test_sequential.py`` checks that ``decide`` gives the gate's own decisions.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+from scipy import stats as sps
+
+from skilltune.signflip import Crossings, Reference, budgets, reference_size, tail
+
+MISS = 1e-12  # a sampled reference's screen skips a look when crossing it is less likely than this
+
+
+@dataclass(frozen=True)
+class Design:
+    kind: str = "signflip"  # or "replicate-t"
+    max_looks: int = 8
+    rho: float = 2.0
+    min_effect: float = 0.10
+    futility_confidence: float = 0.85
+    futility_from: int = 1
+    margin: float = 0.8  # replicate-t only
+
+    @classmethod
+    def today(cls) -> Design:
+        return cls(kind="replicate-t", futility_confidence=0.90, futility_from=1)
+
+
+TODAY = Design.today()
+NEW = Design()
+
+
+# --- the design before issue 12 -----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def brownian_bounds(alpha: float, looks: int, rho: float = 2.0, grid: int = 600) -> tuple[float, ...]:
+    """One-sided group-sequential z bounds spending ``alpha * t**rho`` (recursive integration)."""
+    times = np.arange(1, looks + 1) / looks
+    increments = np.diff(np.concatenate([[0.0], alpha * times**rho]))
+    bounds = [float(sps.norm.isf(increments[0]))]
+    upper = bounds[0] * math.sqrt(times[0])
+    x = np.linspace(-10.0 * math.sqrt(times[0]), upper, grid)
+    density = sps.norm.pdf(x / math.sqrt(times[0])) / math.sqrt(times[0])
+    for k in range(1, looks):
+        sd = math.sqrt(times[k] - times[k - 1])
+
+        def excess(
+            u: float, x: Any = x, density: Any = density, sd: float = sd, target: float = float(increments[k])
+        ) -> float:
+            return float(np.trapezoid(density * sps.norm.sf((u - x) / sd), x)) - target
+
+        u = float(optimize.brentq(excess, float(x[0]) - 10.0, upper + 20.0))
+        bounds.append(u / math.sqrt(times[k]))
+        nxt = np.linspace(-10.0 * math.sqrt(times[k]), u, grid)
+        kernel = sps.norm.pdf((nxt[:, None] - x[None, :]) / sd) / sd
+        density = np.asarray(np.trapezoid(kernel * density[None, :], x, axis=1))
+        x, upper = nxt, u
+    return tuple(bounds)
+
+
+def _decide_today(design: Design, alphas: np.ndarray, diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows, looks, n = diffs.shape
+    s = np.cumsum(diffs.sum(axis=2), axis=1).astype(float)  # sum of differences by look
+    q = np.cumsum(np.abs(diffs).sum(axis=2), axis=1).astype(float)  # sum of squares (d in -1, 0, 1)
+    pairs = n * np.arange(1, looks + 1)[None, :]
+    mean = s / pairs
+    var = np.maximum(q - pairs * mean**2, 0.0) / (pairs - 1)
+    se = np.sqrt(var / pairs)
+    accepted = np.zeros(rows, dtype=bool)
+    used = np.full(rows, looks)
+    open_ = np.ones(rows, dtype=bool)
+    t_upper = np.array([sps.t.isf(1 - design.futility_confidence, p - 1) for p in pairs[0]])
+    for alpha in np.unique(alphas):
+        mine = alphas == alpha
+        z = brownian_bounds(float(alpha) * design.margin, looks, design.rho)
+        for k in range(looks):
+            df = int(pairs[0, k]) - 1
+            bound = float(sps.t.isf(sps.norm.sf(z[k]), df))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(se[:, k] > 0, mean[:, k] / se[:, k], np.nan)
+            constant = (se[:, k] == 0) & (mean[:, k] > 0) & (pairs[0, k] >= math.log2(1 / alpha))
+            acc = mine & open_ & ((t >= bound) | constant)
+            fut = mine & open_ & ~acc & (mean[:, k] + t_upper[k] * se[:, k] < design.min_effect)
+            accepted |= acc
+            used[acc | fut] = k + 1
+            open_ &= ~(acc | fut)
+    return accepted, used
+
+
+# --- the sign-flip design -----------------------------------------------------------------------
+
+
+AUDIT = 0.01  # share of the rows the normal pre-screen rules out that get the exact screen anyway
+AUDITS = {"checked": 0, "missed": 0}  # the pre-screen's record: rows it ruled out that could cross
+
+
+def _screen(sums: np.ndarray, budget: int, size: int, exact: bool, rng: np.random.Generator) -> np.ndarray:
+    """Rows whose look could cross: its single-look p-value fits the budget (see module docstring).
+
+    A normal approximation with a 100x margin rules rows out first (the exact tail is a dynamic
+    program); a random 1% of what it rules out is checked exactly and recorded in AUDITS."""
+    out = np.zeros(sums.shape[0], dtype=bool)
+    if budget < 1:
+        return out
+    total = sums.sum(axis=1)
+    live = np.nonzero(total > 0)[0]  # a sum <= 0 has p >= 1/2
+    if live.size == 0:
+        return out
+    spread = np.sqrt((sums[live].astype(np.float64) ** 2).sum(axis=1))
+    rough = sps.norm.sf(total[live] / spread)
+    near = rough <= 100 * budget / size
+    audit = ~near & (rng.random(live.size) < AUDIT)
+    chosen = near | audit
+    check = live[chosen]
+    if check.size == 0:
+        return out
+    p = tail(sums[check], sums[check].sum(axis=1))
+    ok = np.asarray(
+        p * size <= budget + 1e-6
+        if exact
+        else sps.binom.cdf(budget - 1, size - 1, np.minimum(p, 1.0)) > MISS,
+        dtype=bool,
+    )
+    AUDITS["checked"] += int(audit.sum())
+    AUDITS["missed"] += int((ok & audit[chosen]).sum())
+    out[check[ok]] = True
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _reference(n: int, alpha: float, seed: int) -> Reference:
+    """References are costly to draw (up to 2^20 sign vectors); decisions sharing a seed share one."""
+    return Reference(n, alpha, seed)
+
+
+def _cross(
+    design: Design, alpha: float, n: int, sums: np.ndarray, stops: np.ndarray, seeds: np.ndarray
+) -> np.ndarray:
+    """The look (0-based) at which each row's path crosses, or -1: the gate's own test, batched.
+    ``stops[r]``: the last look row r could cross at (the screen's last open look)."""
+    size, exact = reference_size(n, alpha)
+    spend = budgets(alpha, design.max_looks, design.rho, size)
+    out = np.full(sums.shape[0], -1)
+    batch = 64 if size <= 1 << 17 else 16
+    groups = [np.arange(sums.shape[0])] if exact else [np.nonzero(seeds == s)[0] for s in np.unique(seeds)]
+    for group in groups:
+        for start in range(0, group.size, batch):
+            rows = group[start : start + batch]
+            reference = _reference(n, alpha, int(seeds[rows[0]]))
+            crossings = [Crossings(size) for _ in rows]
+            for k in range(int(stops[rows].max()) + 1):
+                alive = [j for j, r in enumerate(rows) if out[r] < 0 and k <= stops[r]]
+                if not alive:
+                    break
+                values = reference.values_many(sums[rows[alive], k])
+                for col, j in enumerate(alive):
+                    if crossings[j].look(values[:, col], spend[k]):
+                        out[rows[j]] = k
+    return out
+
+
+def decide(
+    design: Design,
+    alphas: np.ndarray,
+    diffs: np.ndarray,
+    seeds: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decisions on per-round differences ``diffs[d, k, i]`` (candidate - incumbent, in -1, 0, 1) at
+    levels ``alphas[d]``: (accepted, rounds used). ``seeds[d]``: the sampled reference's seed
+    (decisions sharing one share the reference; the gate draws one per decision)."""
+    if design.kind == "replicate-t":
+        return _decide_today(design, alphas, diffs)
+    rows, looks, n = diffs.shape
+    sums = np.cumsum(diffs.astype(np.int64), axis=1)  # per-task sums by look
+    t_upper = sps.t.isf(1 - design.futility_confidence, n - 1) if n >= 2 else math.inf
+    stops = np.full(rows, looks - 1)
+    for k in range(looks - 1, -1, -1):
+        if k + 1 < design.futility_from or n < 2:
+            continue
+        means = sums[:, k] / (k + 1)
+        centre = means.mean(axis=1)
+        sd = means.std(axis=1, ddof=1)
+        futile = centre + t_upper * sd / math.sqrt(n) < design.min_effect
+        stops[futile] = k
+    seeds = np.zeros(rows, dtype=np.int64) if seeds is None else seeds
+    rng = rng or np.random.default_rng(0)
+    crossed = np.full(rows, -1)
+    for alpha in np.unique(alphas):
+        mine = np.nonzero(alphas == alpha)[0]
+        size, exact = reference_size(n, float(alpha))
+        spend = budgets(float(alpha), looks, design.rho, size)
+        last = np.full(mine.size, -1)  # the last look each decision could cross at
+        for k in range(looks):
+            open_ = k <= stops[mine]
+            if open_.any():
+                idx = np.nonzero(open_)[0]
+                last[idx[_screen(sums[mine[idx], k], spend[k], size, exact, rng)]] = k
+        maybe = last >= 0
+        if maybe.any():
+            chosen = mine[maybe]
+            crossed[chosen] = _cross(design, float(alpha), n, sums[chosen], last[maybe], seeds[chosen])
+    accepted = crossed >= 0
+    used = np.where(accepted, crossed + 1, stops + 1)
+    return accepted, used
+
+
+def outcomes(rng: np.random.Generator, rates: np.ndarray, looks: int) -> np.ndarray:
+    """0/1 outcomes (rows, looks, tasks) of independent rollouts at per-(row, task) ``rates``."""
+    return (rng.random((rates.shape[0], looks, rates.shape[1])) < rates[:, None, :]).astype(np.int8)
+
+
+# --- training runs ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """What a proposer's candidates do to the val tasks (a model, stated in the README).
+
+    Each step proposes nothing with chance ``empty``; else a candidate whose per-task effect is
+    its kind's mean plus +-``spread`` (half the tasks each way): ``helpful`` (+``gain``),
+    ``harmful`` (-``loss``) or neutral (zero mean)."""
+
+    empty: float = 0.10
+    helpful: float = 0.25
+    harmful: float = 0.30
+    gain: float = 0.20
+    loss: float = 0.15
+    spread: float = 0.10
+
+
+@dataclass(frozen=True)
+class RunShape:
+    val: int = 20
+    test: int = 20
+    steps: int = 10
+    epoch_steps: int = 5
+    batch: int = 8
+    slow_sample: int = 6
+    test_reps: int = 3
+    base_lo: float = 0.3
+    base_hi: float = 0.8
+
+    @property
+    def planned(self) -> int:
+        return self.steps + self.steps // self.epoch_steps
+
+
+@dataclass(frozen=True)
+class Gating:
+    """A gate design and the run's policy around it."""
+
+    name: str
+    design: Design
+    policy: str = "spend"  # or "lord"
+    reuse: bool = True  # the incumbent's gate rollouts shared across decisions (and the baseline)
+    prefetch: bool = True  # round k also runs the incumbent's round k+1 when the pool lacks it
+    screen: bool = False  # candidate on the step's train batch first; discard when worse
+    alpha: float = 0.05
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _levels(policy: str, alpha: float, planned: int, histories: list[list[bool]]) -> np.ndarray:
+    from skilltune.alpha import RunAlpha
+
+    run = RunAlpha(alpha, policy, planned)  # type: ignore[arg-type]
+    return np.array([run.level(h) for h in histories])
+
+
+def training_runs(
+    gating: Gating, shape: RunShape, proposals: Proposals, runs: int, seed: int
+) -> dict[str, Any]:
+    """``runs`` simulated training runs: rollouts by stage, keeps, false keeps, the true val gain."""
+    rng = np.random.default_rng(seed)
+    n, looks = shape.val, gating.design.max_looks
+    rates = rng.uniform(shape.base_lo, shape.base_hi, (runs, n))
+    start = rates.mean(axis=1)
+    cost = {k: np.zeros(runs) for k in ("baseline", "train", "screen", "gate", "epoch", "final")}
+    cost["baseline"] += n
+    pool = outcomes(rng, rates, looks)  # the seed's val rollouts: round 0 is the baseline
+    depth = np.ones(runs, dtype=int) if gating.reuse else np.zeros(runs, dtype=int)
+    history: list[list[bool]] = [[] for _ in range(runs)]  # gated decisions only, as in a run
+    kept = np.zeros(runs)
+    false_kept = np.zeros(runs)
+    kept_epoch = np.zeros(runs, dtype=bool)
+    units = []
+    for step in range(1, shape.steps + 1):
+        units.append("step")
+        if step % shape.epoch_steps == 0:
+            units.append("epoch")
+    for unit in units:
+        if unit == "step":
+            cost["train"] += shape.batch
+            kind = rng.random(runs)
+            mean = np.where(
+                kind < proposals.helpful,
+                proposals.gain,
+                np.where(kind < proposals.helpful + proposals.harmful, -proposals.loss, 0.0),
+            )
+            present = rng.random(runs) >= proposals.empty
+        else:
+            cost["epoch"] += np.where(kept_epoch, 2 * shape.slow_sample, 0)
+            mean = np.zeros(runs)  # a slow update restates what was kept: no effect on average
+            present = kept_epoch.copy()
+            kept_epoch[:] = False
+        signs = rng.permuted(np.tile(np.repeat([-1.0, 1.0], n // 2 + 1)[:n], (runs, 1)), axis=1)
+        cand = np.clip(rates + mean[:, None] + proposals.spread * signs, 0.0, 1.0)
+        truth = (cand - rates).mean(axis=1)
+        if gating.screen and unit == "step":
+            cost["screen"] += np.where(present, shape.batch, 0)
+            tasks = rng.integers(0, n, (runs, shape.batch))  # train tasks like val tasks
+            rows = np.arange(runs)[:, None]
+            before = (rng.random((runs, shape.batch)) < rates[rows, tasks]).mean(axis=1)
+            after = (rng.random((runs, shape.batch)) < cand[rows, tasks]).mean(axis=1)
+            present &= ~(after < before)
+        idx = np.nonzero(present)[0]
+        accepted = np.zeros(runs, dtype=bool)
+        if idx.size:
+            alphas = _levels(gating.policy, gating.alpha, shape.planned, [history[i] for i in idx])
+            live = idx[alphas > 0]
+            alphas = alphas[alphas > 0]
+            cand_out = outcomes(rng, cand[live], looks)
+            inc_out = pool[live] if gating.reuse else outcomes(rng, rates[live], looks)
+            seeds = rng.integers(0, 2**31, 8)[rng.integers(0, 8, live.size)]  # 8 references a decision
+            acc, used = decide(gating.design, alphas, (cand_out - inc_out).astype(np.int8), seeds, rng)
+            accepted[live] = acc
+            if gating.reuse:
+                before = depth[live]
+                after = np.maximum(before, used)
+                if gating.prefetch:  # the last round run also ran the next one's incumbent side
+                    after = np.where(used >= before, np.maximum(before, np.minimum(used + 1, looks)), before)
+                cost["gate"][live] += n * used + n * (after - before)
+                depth[live] = after
+            else:
+                cost["gate"][live] += 2 * n * used
+            for i in live:
+                history[i].append(bool(accepted[i]))
+        kept += accepted
+        false_kept += accepted & (truth <= 0)
+        kept_epoch |= accepted & (unit == "step")
+        rates = np.where(accepted[:, None], cand, rates)
+        if accepted.any():
+            fresh = outcomes(rng, rates[accepted], looks)
+            pool[accepted] = fresh
+            depth[accepted] = 0
+    cost["final"] += np.where(kept > 0, 2 * shape.test * shape.test_reps, 0)
+    total: np.ndarray = np.sum(list(cost.values()), axis=0)
+    training = total - cost["final"]
+    return {
+        "runs": runs,
+        "rollouts": {k: float(v.mean()) for k, v in cost.items()},
+        "rollouts_per_run": float(total.mean()),
+        "training_rollouts_per_run": float(training.mean()),
+        "gate_rollouts_per_run": float(cost["gate"].mean()),
+        "gate_rollouts_sd": float(cost["gate"].std(ddof=1)),
+        "gate_share": float(cost["gate"].sum() / training.sum()),
+        "kept_per_run": float(kept.mean()),
+        "kept_sd": float(kept.std(ddof=1)),
+        "false_kept_per_run": float(false_kept.mean()),
+        "runs_with_false_keep": float((false_kept > 0).mean()),
+        "true_val_gain": float((rates.mean(axis=1) - start).mean()),
+        "true_val_gain_sd": float((rates.mean(axis=1) - start).std(ddof=1)),
+    }
