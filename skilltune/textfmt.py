@@ -24,6 +24,11 @@ def duration(seconds: float | None) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
+def count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless n is 1: "1 step", "3 steps"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def one_line(text: str | None, limit: int) -> str:
     """``text`` on one line (runs of whitespace become a space), cut to ``limit`` characters with an ellipsis."""
     flat = " ".join((text or "").split())

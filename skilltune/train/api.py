@@ -23,6 +23,7 @@ from skilltune.runfiles import AuditFile, Comparison, Resumed, RunConfigFile, Ru
 from skilltune.skill import lint_candidate, load_skill
 from skilltune.store import write_text
 from skilltune.suite import Suite
+from skilltune.textfmt import count
 from skilltune.train.config import absolute_paths, config_file, make_config, settings_for_resume
 from skilltune.train.context import RunContext, Setup
 from skilltune.train.loop import execute
@@ -169,7 +170,7 @@ def train(
         ctx = RunContext(setup, run, reporter, setup.suite.content_hash, retry, executor)
         reporter.line(
             f"train {config.tag}: up to {plan.step} rollouts per step ({plan.explain_step()}), "
-            f"at most {setup.planned_rollouts} in all for {config.total_steps} steps, "
+            f"at most {setup.planned_rollouts} in all for {count(config.total_steps, 'step')}, "
             f"{config.total_epochs} epoch update(s) and the held-out test"
         )
         if any(setup.suite.scoring_mode(t) == "judge" for t in setup.suite.all_tasks()):

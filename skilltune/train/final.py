@@ -16,7 +16,7 @@ from skilltune.findings import record_findings
 from skilltune.lineage import History
 from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
-from skilltune.textfmt import fmt
+from skilltune.textfmt import count, fmt
 from skilltune.train.budget import records_run
 from skilltune.train.context import RunContext
 from skilltune.train.gating import write_best
@@ -35,7 +35,7 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
         review(ctx, "no-progress", why)
         ctx.run.write_terminal("no-progress", why)
         return
-    reason = f"{steps} steps, {kept} kept; best {best.short}"
+    reason = f"{count(steps, 'step')}, {kept} kept; best {best.short}"
     if ctx.suite.has_split("test"):
         ctx.progress.phase = "test"
         ctx.budget.check(ctx.run, ctx.plan.final, len(records_run(ctx.run.final)))
