@@ -375,6 +375,7 @@ def test_scores_from_another_judge_are_never_compared(tmp_path: Path) -> None:
             runs_dir=str(tmp_path / "runs"),
             max_steps=2,
             gate="strict",
+            screen=False,
             budget_rollouts=8,  # the seed's val pass and one step: the run ends exhausted, resumable
             seed=0,
             reporter=PlainReporter(quiet=True),
