@@ -44,8 +44,11 @@ check: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python tools/check_import_cycles.py skilltune
 
+# Two workers whatever the machine (tests wait on agent CLIs and servers more than on the CPU);
+# --dist loadfile keeps each test file in one worker. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: check $(CLI_STAMP) chromium
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 # --alpha 0.2: the example's 16 val tasks are few for the task-level gate at the default 0.05 (README, Gates).
 demo: $(STAMP)
