@@ -19,6 +19,7 @@ from skilltune.alpha import RunAlpha
 from skilltune.evaluate import evaluate
 from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
+from skilltune.session import RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.stats import tasks_to_accept
 from skilltune.store import read_json, write_json
@@ -123,27 +124,20 @@ def calibrate(
     suite: Suite | Path | str,
     skill: Candidate | Path | str | None,
     *,
-    agent: str = "mock",
     split: str = "val",
     reps: int = 3,
-    seed: int = 0,
-    workers: int = 4,
     metric: str = "mixed",
     out: Path | str,
-    agent_options: dict[str, Any] | None = None,
     force: bool = False,
-    cache: Path | str | None = None,
-    fresh: bool = False,
-    executor_kind: str = "local",
-    ray_address: str | None = None,
+    settings: RolloutSettings | None = None,
+    **given: Any,
 ) -> Calibration:
-    """Evaluate ``skill`` with ``reps`` replicates and write ``out/calibration.json``."""
+    """Evaluate ``skill`` with ``reps`` replicates and write ``out/calibration.json``.
+
+    ``settings`` and the keywords in ``given`` are a RolloutSettings, as ``evaluate`` takes them.
+    """
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    summary = evaluate(
-        suite, skill, agent=agent, split=split, reps=reps, seed=seed, workers=workers, out=out,
-        agent_options=agent_options, force=force, cache=cache, fresh=fresh,
-        executor_kind=executor_kind, ray_address=ray_address,
-    )  # fmt: skip
+    summary = evaluate(suite, skill, split=split, reps=reps, out=out, force=force, settings=settings, **given)
     out = Path(out)
     values: dict[str, list[float]] = {}
     hards: dict[str, list[int]] = {}

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skilltune.agents import get_backend, parse_agent_options
-from skilltune.cache import RolloutCache
 from skilltune.errors import UsageError
-from skilltune.evaluate import make_jobs, prepare_out, require_a_result
-from skilltune.execute import Executor, make_executor
-from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutRunner, accuracy
+from skilltune.execute import Executor
+from skilltune.rollout import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
+from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
 from skilltune.suite import Suite, load_suite
-from skilltune.workspace import check_placement, check_target
 
 
 def _arm(
@@ -93,51 +90,47 @@ def build_comparison(
 
 
 def run_arms(
-    suite: Suite,
+    session: RolloutSession,
     arms: Mapping[str, Candidate | None],
-    runner: RolloutRunner,
-    executor: Executor,
     split: str,
     reps: int,
-    seed: int,
     phase: Phase,
-    on_record: Callable[[RolloutRecord, int, int], None] | None = None,
+    on_record: OnRecord | None = None,
+    out: Path | None = None,
 ) -> dict[str, tuple[str, list[RolloutRecord]]]:
     """Roll out every arm on ``split`` (one pool of jobs; records sorted into canonical order)."""
-    jobs = [job for cand in arms.values() for job in make_jobs(suite, split, cand, reps, seed, phase)]
+    tasks = session.suite.tasks(split)
+    jobs = [job for cand in arms.values() for job in session.jobs(tasks, cand, phase, reps)]
     by_cand: dict[str, list[RolloutRecord]] = {}
-    for done, record in enumerate(executor.map(jobs, runner), start=1):
+    for record in session.run(jobs, out, on_record):
         by_cand.setdefault(record.candidate, []).append(record)
-        if on_record is not None:
-            on_record(record, done, len(jobs))
-    out = {}
+    result = {}
     for name, cand in arms.items():
         key = cand.hash if cand else NO_SKILL
-        out[name] = (key, sorted(by_cand.get(key, []), key=lambda r: (r.task_id, r.replicate)))
-    return out
+        result[name] = (key, sorted(by_cand.get(key, []), key=lambda r: (r.task_id, r.replicate)))
+    return result
 
 
 def compare(
     suite: Suite | Path | str,
     arms: Mapping[str, Candidate | None],
     *,
-    agent: str = "mock",
     split: str = "test",
     reps: int = 3,
-    seed: int = 0,
-    workers: int = 4,
     metric: str = "mixed",
     out: Path | str,
-    agent_options: dict[str, Any] | None = None,
     force: bool = False,
+    settings: RolloutSettings | None = None,
+    executor: Executor | None = None,
     retry: RetryPolicy | None = None,
-    on_record: Callable[[RolloutRecord, int, int], None] | None = None,
-    cache: Path | str | None = None,
-    fresh: bool = False,
-    executor_kind: str = "local",
-    ray_address: str | None = None,
+    on_record: OnRecord | None = None,
+    **given: Any,
 ) -> Comparison:
-    """Run each arm on ``split`` ``reps`` times and write ``out/comparison.json``."""
+    """Run each arm on ``split`` ``reps`` times and write ``out/comparison.json``.
+
+    ``settings`` and the keywords in ``given`` (agent, agent_options, seed, workers, executor_kind,
+    ray_address, cache, fresh) are a RolloutSettings.
+    """
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if len(arms) < 2:
         raise UsageError("compare needs at least two arms (NAME=SKILL ..., or one skill and --no-skill)")
@@ -146,19 +139,13 @@ def compare(
         raise UsageError("two arms are the same skill (same content hash): give different skills")
     if metric not in ("hard", "soft", "mixed"):
         raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
-    backend = get_backend(agent)
-    options = parse_agent_options(backend, agent_options or {})
-    suite.preflight(suite.tasks(split))
-    for cand in arms.values():
-        check_placement(cand, backend, options.placement)
-    check_target(backend, options, suite.tasks(split), list(arms.values()), executor_kind, suite)
+    rollout = RolloutSettings.of(settings, **given)
+    check_reps(reps)
     out = Path(out)
-    prepare_out(out, force, suite, ("comparison.json",))
-    runner = RolloutRunner(
-        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy(),
-        cache=RolloutCache(Path(cache)) if cache else None, fresh=fresh,
+    session = RolloutSession.open(
+        suite, rollout, tasks=suite.tasks(split), candidates=list(arms.values()), out=out, force=force,
+        outputs=("comparison.json",), retry=retry, executor=executor,
     )  # fmt: skip
-    executor = make_executor(workers, suite.config.max_concurrency, executor_kind, ray_address)
     phase: Phase = "test" if split == "test" else "eval"
     finished: list[RolloutRecord] = []  # in the order they finished
 
@@ -167,8 +154,8 @@ def compare(
         if on_record is not None:
             on_record(done, count, total)
 
-    recs = run_arms(suite, arms, runner, executor, split, reps, seed, phase, record)
-    comparison = build_comparison(suite, split, backend.name, reps, metric, recs)
+    recs = run_arms(session, arms, split, reps, phase, record)
+    comparison = build_comparison(suite, split, session.target.name, reps, metric, recs)
     comparison.write(out / "comparison.json")
     require_a_result(finished, out / "rollouts" / phase)
     return comparison

@@ -6,26 +6,22 @@ over its scored replicates (the unit a held-out comparison reasons about).
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from skilltune.agents import get_backend, parse_agent_options
-from skilltune.cache import RolloutCache
-from skilltune.errors import InfraFailure, UsageError
-from skilltune.execute import Executor, make_executor
-from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutJob, RolloutRunner, accuracy, jobs_for
-from skilltune.runfiles import UNDECIDED, Phase, RolloutRecord
+from skilltune.execute import Executor
+from skilltune.rollout import NO_SKILL, RetryPolicy, accuracy
+from skilltune.runfiles import UNDECIDED, RolloutRecord
 from skilltune.score.base import require_same_contract
+from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
-from skilltune.workspace import check_placement, check_target
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -83,15 +79,6 @@ class EvalSummary(BaseModel):
     )
 
 
-def make_jobs(
-    suite: Suite, split: str, candidate: Candidate | None, reps: int, seed: int, phase: Phase
-) -> list[RolloutJob]:
-    """One job per (task, replicate), in canonical order."""
-    if reps < 1:
-        raise UsageError("--reps must be at least 1")
-    return jobs_for(suite.tasks(split), candidate, phase, reps, seed)
-
-
 def summarize_tasks(
     records: Iterable[RolloutRecord], task_ids: list[str], reps: int
 ) -> dict[str, TaskSummary]:
@@ -122,87 +109,51 @@ def _mean(values: list[float] | list[int]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def require_a_result(records: list[RolloutRecord], where: Path) -> None:
-    """Raise InfraFailure when every rollout ended ``infra_error`` (in the order they finished: the
-    last one's reason is the error shown)."""
-    if records and all(r.status == "infra_error" for r in records):
-        raise InfraFailure(
-            f"all {len(records)} rollout(s) ended infra_error (never scored): the agent or its endpoint "
-            f"failed every time; the last error: {records[-1].reason}\nrecords: {where}"
-        )
-
-
-def prepare_out(out: Path, force: bool, suite: Suite, outputs: tuple[str, ...] = ("summary.json",)) -> None:
-    """Refuse to mix a new result into an old one unless ``force``, or to write into the suite."""
-    if out.resolve().is_relative_to(suite.root.resolve()):
-        raise UsageError(f"--out {out} lies inside the suite {suite.root}: results would change the suite")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a folder")
-    if out.exists() and any(out.iterdir()):
-        if not force:
-            raise UsageError(
-                f"--out {out} already holds results; choose a new folder or pass --force to replace them"
-            )
-        shutil.rmtree(out / "rollouts", ignore_errors=True)
-        for name in outputs:
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-
-
 def evaluate(
     suite: Suite | Path | str,
     skill: Candidate | Path | str | None,
     *,
-    agent: str = "mock",
     split: str = "val",
     reps: int = 1,
-    seed: int = 0,
-    workers: int = 4,
     out: Path | str,
-    agent_options: dict[str, Any] | None = None,
     force: bool = False,
+    settings: RolloutSettings | None = None,
     executor: Executor | None = None,
     retry: RetryPolicy | None = None,
-    on_record: Callable[[RolloutRecord, int, int], None] | None = None,
-    cache: Path | str | None = None,
-    fresh: bool = False,
-    executor_kind: str = "local",
-    ray_address: str | None = None,
+    on_record: OnRecord | None = None,
+    **given: Any,
 ) -> EvalSummary:
-    """Roll out ``skill`` (None: no skill) on every task of ``split``, ``reps`` times; write summary.json."""
+    """Roll out ``skill`` (None: no skill) on every task of ``split``, ``reps`` times; write summary.json.
+
+    ``settings`` and the keywords in ``given`` (agent, agent_options, seed, workers, executor_kind,
+    ray_address, cache, fresh) are a RolloutSettings.
+    """
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     candidate = skill if isinstance(skill, Candidate) or skill is None else load_skill(skill)
-    backend = get_backend(agent)
-    options = parse_agent_options(backend, agent_options or {})
-    jobs = make_jobs(suite, split, candidate, reps, seed, "eval")
-    check_placement(candidate, backend, options.placement)
-    check_target(backend, options, suite.tasks(split), [candidate], executor_kind, suite)
-    suite.preflight(suite.tasks(split))
+    rollout = RolloutSettings.of(settings, **given)
+    check_reps(reps)
+    tasks = suite.tasks(split)
     out = Path(out)
-    prepare_out(out, force, suite)
-    runner = RolloutRunner(
-        suite=suite, backend=backend, options=options, out=out, retry=retry or RetryPolicy(),
-        cache=RolloutCache(Path(cache)) if cache else None, fresh=fresh,
+    session = RolloutSession.open(
+        suite, rollout, tasks=tasks, candidates=[candidate], out=out, force=force,
+        outputs=("summary.json",), retry=retry, executor=executor,
     )  # fmt: skip
-    executor = executor or make_executor(workers, suite.config.max_concurrency, executor_kind, ray_address)
+    jobs = session.jobs(tasks, candidate, "eval", reps)
+    target = session.target
     t0 = time.monotonic()
-    records: list[RolloutRecord] = []
-    for record in executor.map(jobs, runner):
-        records.append(record)
-        if on_record is not None:
-            on_record(record, len(records), len(jobs))
+    records = session.run(jobs, on_record=on_record)
     scored = [r for r in records if r.score is not None]
     contract = require_same_contract(r.score.contract for r in scored if r.score) if scored else None
-    per_task = summarize_tasks(records, [t.id for t in suite.tasks(split)], reps)
+    per_task = summarize_tasks(records, [t.id for t in tasks], reps)
     statuses = Counter(r.status for r in records)
     summary = EvalSummary(
         suite=str(suite.source),
         split=split,
-        agent=backend.name,
-        model=options.model,
-        options=options.model_dump(mode="json"),
+        agent=target.name,
+        model=target.options.model,
+        options=target.options.model_dump(mode="json"),
         reps=reps,
-        seed=seed,
+        seed=rollout.seed,
         skill_name=candidate.name if candidate else None,
         skill_hash=candidate.hash if candidate else NO_SKILL,
         contract=contract,

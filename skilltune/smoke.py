@@ -11,14 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from skilltune.agents import get_backend, parse_agent_options
 from skilltune.errors import SkilltuneError
-from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout import rollout_dir
 from skilltune.runfiles import RolloutRecord
+from skilltune.session import RolloutSession, RolloutSettings, Target
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
-from skilltune.suite import SPLITS, PromptVariant, Suite, load_suite
-from skilltune.workspace import audit_workspace, check_target
+from skilltune.suite import SPLITS, PromptVariant, load_suite
+from skilltune.workspace import audit_workspace
 
 # pip names whose import name differs
 IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml", "beautifulsoup4": "bs4", "scikit-learn": "sklearn"}
@@ -105,26 +105,28 @@ def smoke(
         check(f"tool {tool}", found, "" if found else "not on PATH (listed in scoring.md smoke_tools)")
 
     try:
-        backend = get_backend(agent)
-        options = parse_agent_options(backend, agent_options or {})
+        target = Target.of(agent, agent_options)
     except SkilltuneError as exc:
         check(f"agent {agent}", False, str(exc))
         return SmokeReport(checks=checks)
-    status = backend.check()
+    status = target.backend.check()
     check(f"agent {agent}", status.installed, status.version or status.fix or "")
     if not status.installed:
         return SmokeReport(checks=checks)
     try:
-        check_target(backend, options, suite.all_tasks(), [candidate], suite=suite)
+        session = RolloutSession.open(
+            suite, RolloutSettings(agent=agent, agent_options=agent_options or {}, seed=seed),
+            tasks=suite.all_tasks(), candidates=[candidate],
+        )  # fmt: skip
     except SkilltuneError as exc:
         check(f"agent {agent} can run this suite and skill", False, str(exc))
         return SmokeReport(checks=checks)
-
     records = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="skilltune-smoke-"))
+
     ran: list[RolloutRecord] = []
     for split in SPLITS:
         if suite.has_split(split):
-            checks += _smoke_rollout(suite, candidate, backend, options, split, seed, records, ran)
+            checks += _smoke_rollout(session, candidate, split, records, ran)
     if out is None and all(c.ok for c in checks):
         shutil.rmtree(records, ignore_errors=True)
     else:
@@ -134,26 +136,16 @@ def smoke(
 
 
 def _smoke_rollout(
-    suite: Suite,
-    candidate: Candidate,
-    backend: Any,
-    options: Any,
-    split: str,
-    seed: int,
-    out: Path,
-    ran: list[RolloutRecord],
+    session: RolloutSession, candidate: Candidate, split: str, out: Path, ran: list[RolloutRecord]
 ) -> list[SmokeCheck]:
+    suite = session.suite
     task = suite.tasks(split)[0]
     leaks: list[str] = []
-    runner = RolloutRunner(
-        suite=suite,
-        backend=backend,
-        options=options,
-        out=out,
-        on_baseline=lambda job, ws: leaks.extend(audit_workspace(ws, suite, job.task)),
+    runner = session.runner(
+        out, on_baseline=lambda job, ws: leaks.extend(audit_workspace(ws, suite, job.task))
     )
-    job = RolloutJob(task=task, phase="eval", candidate=candidate, replicate=0, seed=seed)
-    record = runner.run(job)
+    (job,) = session.jobs([task], candidate, "eval", 1)
+    record = runner.run(job)  # in this thread: smoke starts no executor
     ran.append(record)
     folder = rollout_dir(out, job)
     label = f"{split} rollout {task.id}"

@@ -284,7 +284,7 @@ def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
     """A gate decided (the consumer closes the iterator) and the running rollouts are left to finish;
     Ctrl-C then kills them at once, and they leave no record."""
     from skilltune.agents import get_backend
-    from skilltune.execute import LocalExecutor
+    from skilltune.execute.local import LocalExecutor
     from skilltune.rollout import RolloutJob, RolloutRunner
     from skilltune.suite import load_suite
 

@@ -49,20 +49,17 @@ def test_ray_gives_the_same_scores_as_local_workers(tmp_path: Path, ray_executor
 
 
 def test_ray_compare_and_python_env_suites(tmp_path: Path, ray_executor: RayExecutor) -> None:
-    from skilltune.agents import get_backend
-    from skilltune.agents.mock import MockOptions
     from skilltune.compare import build_comparison, run_arms
-    from skilltune.rollout import RolloutRunner
+    from skilltune.session import RolloutSession, RolloutSettings
     from skilltune.suite import load_suite
 
     suite = load_suite(MOCK_SUITE)
     arms = {"seed": load_skill(MOCK_SKILL), "good": load_skill(GOOD_SKILL)}
-    runner = RolloutRunner(
-        suite=suite, backend=get_backend("mock"), options=MockOptions(), out=tmp_path / "cmp"
-    )
-    on_ray = build_comparison(
-        suite, "test", "mock", 2, "mixed", run_arms(suite, arms, runner, ray_executor, "test", 2, 0, "test")
-    )
+    session = RolloutSession.open(
+        suite, RolloutSettings(), tasks=suite.tasks("test"), candidates=list(arms.values()),
+        out=tmp_path / "cmp", executor=ray_executor,
+    )  # fmt: skip
+    on_ray = build_comparison(suite, "test", "mock", 2, "mixed", run_arms(session, arms, "test", 2, "test"))
     local = compare(MOCK_SUITE, arms, split="test", reps=2, out=tmp_path / "local")
     assert on_ray.arms == local.arms and on_ray.pairs == local.pairs
     env_local = evaluate(

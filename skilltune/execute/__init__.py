@@ -1,15 +1,28 @@
-"""Executors: where rollouts run (local worker threads, or a Ray cluster)."""
+"""Executors: where rollouts run (local worker threads, or a Ray cluster).
+
+Executors are plug-ins of the ``skilltune.executors`` entry-point group, like agents, scorers,
+gates and proposers: a class taking ``(workers, address)``. The built-in ones (``local``,
+``ray``) enter through the same door; Ray is imported only when its executor is asked for.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Protocol
 
+from skilltune.errors import UsageError
 from skilltune.execute.base import Executor
-from skilltune.execute.local import LocalExecutor
+from skilltune.plugins import Registry
 
-ExecutorKind = Literal["local", "ray"]
 
-__all__ = ["Executor", "ExecutorKind", "LocalExecutor", "make_executor"]
+class ExecutorFactory(Protocol):
+    """An executor class: ``workers`` rollouts at a time; ``address`` of a cluster, if it has one."""
+
+    def __call__(self, workers: int, address: str | None = None) -> Executor: ...
+
+
+EXECUTORS: Registry[ExecutorFactory] = Registry("skilltune.executors", "executor")
+
+__all__ = ["EXECUTORS", "Executor", "ExecutorFactory", "make_executor"]
 
 
 def make_executor(
@@ -21,12 +34,7 @@ def make_executor(
     """
     if max_concurrency is not None:
         workers = min(workers, max_concurrency)
-    if kind == "ray":
-        from skilltune.execute.ray import RayExecutor
-
-        return RayExecutor(workers, address)
-    if kind != "local":
-        from skilltune.errors import UsageError
-
-        raise UsageError(f"unknown executor {kind!r}: use local or ray")
-    return LocalExecutor(workers)
+    factory = EXECUTORS.get(kind)
+    if address and kind == "local":
+        raise UsageError(f"--ray-address {address} needs --executor ray (the local executor has no cluster)")
+    return factory(workers, address)

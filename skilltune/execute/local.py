@@ -15,7 +15,8 @@ from skilltune.runfiles import RolloutRecord
 
 
 class LocalExecutor:
-    def __init__(self, workers: int = 4) -> None:
+    def __init__(self, workers: int = 4, address: str | None = None) -> None:
+        del address  # the local executor has no cluster (make_executor refuses one)
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers

@@ -27,9 +27,7 @@ from skilltune.textfmt import count
 from skilltune.train.config import absolute_paths, config_file, make_config, settings_for_resume
 from skilltune.train.context import RunContext, Setup
 from skilltune.train.loop import execute
-from skilltune.train.rollouts import refusal
-from skilltune.train.units import best_val, finished, incumbent
-from skilltune.workspace import check_placement, check_target
+from skilltune.train.units import best_val, finished, incumbent, load_seed
 
 
 class TrainResult(BaseModel):
@@ -119,11 +117,9 @@ def train(
     directory unless ``force`` (then it starts over).
     """
     config = make_config(**absolute_paths({"suite": suite, "skill": skill, "tag": tag, **settings}))
-    setup = Setup.of(config)
     seed = load_skill(config.skill)
-    check_placement(seed, setup.backend, setup.options.placement)
-    check_target(setup.backend, setup.options, [], [seed])
-    refused = refusal(setup.backend, setup.options, setup.suite, seed)
+    setup = Setup.of(config, seed, retry, executor)
+    refused = setup.rollouts.refusal(seed)
     if refused is not None:
         raise UsageError(f"the seed skill: {refused}")
     _check_places(config.runs_dir, setup.suite)
@@ -167,7 +163,7 @@ def train(
             staging.root.rename(run.root)
         finally:
             shutil.rmtree(staging.root, ignore_errors=True)
-        ctx = RunContext(setup, run, reporter, setup.suite.content_hash, retry, executor)
+        ctx = RunContext(setup, run, reporter, setup.suite.content_hash)
         reporter.line(
             f"train {config.tag}: up to {plan.step} rollouts per step ({plan.explain_step()}), "
             f"at most {setup.planned_rollouts} in all for {count(config.total_steps, 'step')}, "
@@ -211,7 +207,7 @@ def resume(
     stored = RunConfigFile.read(run.config)
     config = settings_for_resume(stored, absolute_paths(given))
     _check_findings(config.findings)
-    setup = Setup.of(config)
+    setup = Setup.of(config, load_seed(run), retry, executor)
     reporter = reporter or PlainReporter()
     with run.lock():
         run.terminal_path.unlink(missing_ok=True)
@@ -219,7 +215,7 @@ def resume(
             run.stop_file.unlink()
         if config != stored.settings():
             config_file(config, stored.suite_hash, stored.contract).write(run.config)
-        ctx = RunContext(setup, run, reporter, stored.suite_hash, retry, executor)
+        ctx = RunContext(setup, run, reporter, stored.suite_hash)
         done = finished(run, ctx.order)
         run.journal(Resumed(units_done=len(done)))
         reporter.line(f"resume {config.tag}: {len(done)} unit(s) done")

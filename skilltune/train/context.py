@@ -13,16 +13,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
-from skilltune.execute import Executor, make_executor
+from skilltune.execute import Executor
 from skilltune.gate import RunGate
 from skilltune.progress import Reporter, RunProgress
 from skilltune.propose import EditBudget, Proposer, make_proposer
 from skilltune.rollout import RetryPolicy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import StageDone, TrainConfig
+from skilltune.session import RolloutSession, RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.skill_repo import SkillRepo
 from skilltune.suite import Suite, load_suite
@@ -30,7 +31,6 @@ from skilltune.train.budget import Budget, Plan
 from skilltune.train.rollouts import RunRollouts
 from skilltune.train.session import Session
 from skilltune.train.units import Unit, load_seed, unit_order
-from skilltune.workspace import check_target
 
 
 @dataclass(frozen=True)
@@ -39,22 +39,27 @@ class Setup:
 
     config: TrainConfig
     suite: Suite
-    backend: AgentBackend
-    options: AgentOptions
+    rollouts: RolloutSession
     proposer: Proposer
     gate: RunGate
     plan: Plan
 
     @classmethod
-    def of(cls, config: TrainConfig) -> Setup:
+    def of(
+        cls,
+        config: TrainConfig,
+        seed: Candidate,
+        retry: RetryPolicy | None = None,
+        executor: Executor | None = None,
+    ) -> Setup:
         """Raises UsageError for anything the settings get wrong (nothing is written)."""
         suite = load_suite(
             config.suite, prompt_variant=config.prompt_variant, judge_options=config.judge_options
         )
-        suite.preflight(suite.all_tasks())  # a judge with no key refuses before anything is spent
-        backend = get_backend(config.agent)
-        options = parse_agent_options(backend, config.agent_options)
-        check_target(backend, options, suite.all_tasks(), executor=config.executor, suite=suite)
+        rollouts = RolloutSession.open(
+            suite, rollout_settings(config), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
+            executor=executor,
+        )  # fmt: skip
         proposer = make_proposer(config.proposer, suite, config.proposer_options)
         gate = RunGate(
             config.gate, config.metric, config.reps, config.gate_options,
@@ -64,25 +69,26 @@ class Setup:
             suite, config.batch, config.reps, config.test_reps, config.screen,
             config.slow_update_sample, gate.max_replicates,
         )  # fmt: skip
-        return cls(config, suite, backend, options, proposer, gate, plan)
+        return cls(config, suite, rollouts, proposer, gate, plan)
 
     @property
     def planned_rollouts(self) -> int:
         return self.plan.total(self.config.total_steps, self.config.total_epochs)
 
 
+def rollout_settings(config: TrainConfig) -> RolloutSettings:
+    """The part of a run's settings that says how its rollouts run."""
+    return RolloutSettings(
+        agent=config.agent, agent_options=config.agent_options, seed=config.seed, workers=config.workers,
+        executor_kind=config.executor, ray_address=config.ray_address,
+        cache=Path(config.cache) if config.cache else None, fresh=config.fresh,
+    )  # fmt: skip
+
+
 class RunContext:
     """One session's view of a run: its parts, directory, seed, git repository and rollouts."""
 
-    def __init__(
-        self,
-        setup: Setup,
-        run: RunDir,
-        reporter: Reporter,
-        suite_hash: str,
-        retry: RetryPolicy | None = None,
-        executor: Executor | None = None,
-    ) -> None:
+    def __init__(self, setup: Setup, run: RunDir, reporter: Reporter, suite_hash: str) -> None:
         c = setup.config
         self.config = c
         self.suite = setup.suite
@@ -102,11 +108,7 @@ class RunContext:
         )
         self.session = Session(run, reporter)
         self.proposer.stop_requested = self.session.stop_requested  # a stop ends a proposer call at once
-        self.rollouts = RunRollouts(
-            c, setup.suite, setup.backend, setup.options,
-            executor or make_executor(c.workers, setup.suite.config.max_concurrency, c.executor, c.ray_address),
-            retry or RetryPolicy(), self.session, self.progress, reporter,
-        )  # fmt: skip
+        self.rollouts = RunRollouts(c, setup.rollouts, self.session, self.progress, reporter)
         self.seed: Candidate = load_seed(run)
         self.repo = SkillRepo(run.skill_repo, f"skilltune/{self.seed.name}/{c.tag}")
 

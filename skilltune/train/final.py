@@ -69,7 +69,7 @@ def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
         name: (cand.hash, [r for r in records if r.candidate == cand.hash]) for name, cand in arms.items()
     }
     comparison = build_comparison(
-        ctx.suite, "test", ctx.rollouts.backend.name, ctx.config.test_reps, ctx.config.metric, by_arm
+        ctx.suite, "test", ctx.rollouts.agent, ctx.config.test_reps, ctx.config.metric, by_arm
     )
     comparison.write(ctx.run.comparison)
     return comparison

@@ -217,9 +217,7 @@ def settle(
     if problem is None:
         refused = ctx.rollouts.refusal(candidate)
         problem = (
-            None
-            if refused is None
-            else f"lint: the {ctx.rollouts.backend.name} agent cannot take it: {refused}"
+            None if refused is None else f"lint: the {ctx.rollouts.agent} agent cannot take it: {refused}"
         )
     if problem is not None:
         return close(ctx, draft.record(candidate.hash, "discard", "lint", problem), None)

@@ -10,16 +10,13 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from skilltune.agents import AgentBackend, AgentOptions
-from skilltune.cache import RolloutCache
-from skilltune.execute import Executor
 from skilltune.progress import Reporter, RunProgress
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, jobs_for, rollout_dir
+from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
+from skilltune.session import RolloutSession
 from skilltune.skill import Candidate
-from skilltune.suite import Suite, Task
+from skilltune.suite import Task
 from skilltune.train.session import Session
-from skilltune.workspace import placed_prompts
 
 REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
 POOL_OFFSET = 500  # a kept candidate's val pool as the incumbent: its unit's range from here
@@ -31,43 +28,23 @@ def replicate_base(seq: int, offset: int = 0) -> int:
     return seq * REPLICATE_STRIDE + offset
 
 
-def refusal(backend: AgentBackend, options: AgentOptions, suite: Suite, candidate: Candidate) -> str | None:
-    """Why the target agent cannot take ``candidate`` at all (a limit its backend declares), checked
-    on the suite's longest task prompt."""
-    problem = backend.skill_problem(candidate)
-    if problem is not None:
-        return problem
-    splits = [split for split in ("train", "val", "test") if suite.has_split(split)]
-    longest = max((t.prompt for split in splits for t in suite.tasks(split)), key=len, default="")
-    placed = placed_prompts(candidate, options.placement, longest)
-    return backend.placement_problem(placed.prompt, placed.system_prompt, options)
-
-
 class RunRollouts:
     """Runs a training run's rollouts through one executor (shared by every unit of the run)."""
 
     def __init__(
         self,
         config: TrainConfig,
-        suite: Suite,
-        backend: AgentBackend,
-        options: AgentOptions,
-        executor: Executor,
-        retry: RetryPolicy,
+        rollouts: RolloutSession,
         session: Session,
         progress: RunProgress,
         reporter: Reporter,
     ) -> None:
         self.config = config
-        self.suite = suite
-        self.backend = backend
-        self.options = options
-        self.executor = executor
-        self.retry = retry
+        self.rollouts = rollouts
+        self.suite = rollouts.suite
         self.session = session
         self.progress = progress
         self.reporter = reporter
-        self.cache = RolloutCache(Path(config.cache)) if config.cache else None
         self.tokens_in = 0  # the agents' tokens over this session's rollouts
         self.tokens_out = 0
         self.judge_tokens_in = 0  # and the judge's, with its USD
@@ -77,19 +54,20 @@ class RunRollouts:
     def judge_usage(self) -> tuple[float, float, float]:
         return (self.judge_tokens_in, self.judge_tokens_out, self.judge_cost_usd)
 
+    @property
+    def agent(self) -> str:
+        return self.rollouts.target.name
+
     def refusal(self, candidate: Candidate) -> str | None:
-        return refusal(self.backend, self.options, self.suite, candidate)
+        return self.rollouts.refusal(candidate)
 
     def jobs(
         self, tasks: list[Task], candidate: Candidate | None, phase: Phase, base: int, reps: int
     ) -> list[RolloutJob]:
-        return jobs_for(tasks, candidate, phase, reps, self.config.seed, base)
+        return self.rollouts.jobs(tasks, candidate, phase, reps, base)
 
     def _runner(self, out: Path) -> RolloutRunner:
-        return RolloutRunner(
-            suite=self.suite, backend=self.backend, options=self.options, out=out, retry=self.retry,
-            cache=self.cache, fresh=self.config.fresh,
-        )  # fmt: skip
+        return self.rollouts.runner(out)
 
     def finished(self, out: Path, job: RolloutJob) -> RolloutRecord | None:
         """The finished record of ``job`` under ``out`` when this run's runner would reuse it."""
@@ -112,7 +90,7 @@ class RunRollouts:
             else:
                 todo.append(job)
         self.session.check_stop()
-        with contextlib.closing(self.executor.map(todo, runner)) as batch:
+        with contextlib.closing(self.rollouts.stream(todo, runner)) as batch:
             for record in batch:
                 job = by_key[(record.candidate[:12], record.task_id, record.replicate)]
                 records.append((record, rollout_dir(out, job)))
