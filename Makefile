@@ -43,6 +43,7 @@ check: $(STAMP)
 	$(BIN)/ruff format --check $(SRC)
 	$(BIN)/mypy
 	$(BIN)/python tools/check_import_cycles.py skilltune
+	$(BIN)/python tools/check_layers.py skilltune
 
 # Two workers whatever the machine (tests wait on agent CLIs and servers more than on the CPU);
 # --dist loadfile keeps each test file in one worker. TEST_WORKERS=0 runs them in this process.

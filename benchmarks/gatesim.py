@@ -3,7 +3,7 @@
 Two designs, on 0/1 outcomes (one replicate per val task per arm and round):
 
 - ``signflip``: skilltune's sequential gate: per-task mean differences, the sign-flip reference
-  of skilltune.signflip (the same ``Reference``, ``budgets``, ``Crossings`` and ``tail`` the
+  of skilltune.stats.signflip (the same ``Reference``, ``budgets``, ``Crossings`` and ``tail`` the
   gate uses), futility by the t upper bound on task means. Decisions are simulated in bulk;
   only those whose single-look sign-flip p-value could put them inside a look's budget run the
   sequential crossing test (a decision outside every look's budget cannot cross: the screen
@@ -26,7 +26,7 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
-from skilltune.signflip import Crossings, Reference, budgets, reference_size, tail
+from skilltune.stats.signflip import Crossings, Reference, budgets, reference_size, tail
 
 MISS = 1e-12  # a sampled reference's screen skips a look when crossing it is less likely than this
 
@@ -282,7 +282,7 @@ class Gating:
 
 
 def _levels(policy: str, alpha: float, planned: int, histories: list[list[bool]]) -> np.ndarray:
-    from skilltune.alpha import RunAlpha
+    from skilltune.stats.alpha import RunAlpha
 
     run = RunAlpha(alpha, policy, planned)  # type: ignore[arg-type]
     return np.array([run.level(h) for h in histories])

@@ -43,14 +43,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from skilltune.calibrate import calibrate  # noqa: E402
-from skilltune.compare import compare  # noqa: E402
 from skilltune.errors import SkilltuneError  # noqa: E402
+from skilltune.measure.calibrate import calibrate  # noqa: E402
+from skilltune.measure.compare import compare  # noqa: E402
 from skilltune.progress import PlainReporter  # noqa: E402
 from skilltune.runfiles import UnitRecord  # noqa: E402
 from skilltune.skill import load_skill  # noqa: E402
 from skilltune.suite import load_suite  # noqa: E402
-from skilltune.train import train  # noqa: E402
+from skilltune.training import train  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "local-model"
 SUITE = EXAMPLE / "suite"

@@ -43,7 +43,7 @@ UNITS, TRAIN, VAL, ROUNDS, TEST, TEST_REPS, KEEP_EVERY = 200, 10, 40, 3, 30, 3, 
 
 def write_run(root: Path, seed: int = 0) -> int:
     """A finished run directory at ``root``; returns the number of rollout records written."""
-    from skilltune.propose.model import Edit
+    from skilltune.proposal import Edit
     from skilltune.rundir import RunDir
     from skilltune.runfiles import (
         ArmResult,

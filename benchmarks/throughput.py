@@ -42,7 +42,7 @@ from skilltune import workspace as workspace_module  # noqa: E402
 from skilltune.agents import AgentRequest, AgentResult, get_backend  # noqa: E402
 from skilltune.agents.mock import MockAgent, MockOptions  # noqa: E402
 from skilltune.execute.local import LocalExecutor  # noqa: E402
-from skilltune.rollout import RolloutJob, RolloutRunner  # noqa: E402
+from skilltune.rollout.runner import RolloutJob, RolloutRunner  # noqa: E402
 from skilltune.skill import load_skill  # noqa: E402
 from skilltune.suite import load_suite  # noqa: E402
 

@@ -64,7 +64,7 @@ from benchmarks.gatesim import (  # noqa: E402
     outcomes,
     training_runs,
 )
-from skilltune.alpha import RunAlpha  # noqa: E402
+from skilltune.stats.alpha import RunAlpha  # noqa: E402
 
 SUITE = ROOT / "examples" / "mock-demo" / "suite"
 GOOD = ROOT / "examples" / "mock-demo" / "good-skill"
@@ -221,7 +221,7 @@ def _planted_run(args: tuple[str, int, int, str]) -> dict[str, Any]:
     """One real training run from the ablated skill; held-out scores and rollouts spent."""
     gate, seed, steps, seed_skill = args
     from skilltune.progress import PlainReporter
-    from skilltune.train import train
+    from skilltune.training import train
 
     runs = Path(tempfile.mkdtemp(prefix="verdicts-"))
     try:
@@ -242,7 +242,7 @@ def _planted_run(args: tuple[str, int, int, str]) -> dict[str, Any]:
 
 def planted_study(runs: int, steps: int, workers: int) -> dict[str, Any]:
     """(e): recovery of a removed rule by real training runs (the sequential gate, and strict for scale)."""
-    from skilltune.compare import compare
+    from skilltune.measure.compare import compare
     from skilltune.skill import load_skill
 
     good = load_skill(GOOD)

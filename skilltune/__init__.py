@@ -4,14 +4,14 @@ The Python API comes first; the ``skilltune`` command is a thin layer over it.
 
 The API is loaded on first use (PEP 562): ``import skilltune`` costs almost nothing, so the
 command's start-up (``--version``, ``--help``, ``validate``) does not pay for the rollout,
-training and statistics machinery (numpy, scipy) it does not run.
+training and statistics machinery (numpy, scipy) it does not run. No API name is also the name
+of a submodule (the commands live in ``skilltune.measure``, the loop in ``skilltune.training``), so
+importing a submodule never replaces a function of the API.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from skilltune.errors import ScoringError, SkilltuneError, UsageError
@@ -19,31 +19,31 @@ from skilltune.errors import ScoringError, SkilltuneError, UsageError
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
-    from skilltune.compare import compare
-    from skilltune.evaluate import EvalSummary, evaluate
+    from skilltune.measure.compare import compare
+    from skilltune.measure.evaluate import EvalSummary, evaluate
+    from skilltune.measure.smoke import smoke
     from skilltune.runfiles import Comparison
     from skilltune.skill import Candidate, lint_candidate, load_skill
-    from skilltune.smoke import smoke
     from skilltune.suite import Suite, Task, load_suite, validate_suite
-    from skilltune.train import TrainResult, resume, train
+    from skilltune.training import TrainResult, resume, train
 
 # name -> the module that defines it (imported when the name is first read)
 _LAZY = {
     "Comparison": "skilltune.runfiles",
-    "compare": "skilltune.compare",
-    "EvalSummary": "skilltune.evaluate",
-    "evaluate": "skilltune.evaluate",
+    "compare": "skilltune.measure.compare",
+    "EvalSummary": "skilltune.measure.evaluate",
+    "evaluate": "skilltune.measure.evaluate",
     "Candidate": "skilltune.skill",
     "lint_candidate": "skilltune.skill",
     "load_skill": "skilltune.skill",
-    "smoke": "skilltune.smoke",
+    "smoke": "skilltune.measure.smoke",
     "Suite": "skilltune.suite",
     "Task": "skilltune.suite",
     "load_suite": "skilltune.suite",
     "validate_suite": "skilltune.suite",
-    "TrainResult": "skilltune.train",
-    "resume": "skilltune.train",
-    "train": "skilltune.train",
+    "TrainResult": "skilltune.training",
+    "resume": "skilltune.training",
+    "train": "skilltune.training",
 }
 
 __all__ = [
@@ -80,18 +80,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """Keeps ``skilltune.compare`` (and evaluate, smoke, train) the API function, as an eager
-    ``from skilltune.compare import compare`` here would: the import system binds a submodule to
-    its package when the submodule is first loaded, which would otherwise replace the function
-    with the module of the same name (the module stays in ``sys.modules``)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and name in _LAZY and value.__name__ == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -20,12 +20,12 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skilltune.alpha import Policy, RunAlpha
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
-from skilltune.rollout import per_task_scores
+from skilltune.rollout.runner import per_task_scores
 from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
+from skilltune.stats.alpha import Policy, RunAlpha
 
 
 class Sampler(Protocol):

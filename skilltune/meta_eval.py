@@ -20,14 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from skilltune.compare import compare
 from skilltune.errors import UsageError
+from skilltune.measure.compare import compare
 from skilltune.progress import PlainReporter, Reporter
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json, write_text
 from skilltune.suite import load_suite
 from skilltune.suite.jsonl import JsonlSuite
-from skilltune.train import train
+from skilltune.training import train
 
 RECOVERY = 2 / 3
 _GENERIC_POOL = [

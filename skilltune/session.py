@@ -24,14 +24,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
-from skilltune.cache import RolloutCache
 from skilltune.errors import InfraFailure, UsageError
 from skilltune.execute import Executor, make_executor
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
+from skilltune.rollout.cache import RolloutCache
+from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
+from skilltune.rollout.workspace import check_placement, check_target, placed_prompts
 from skilltune.runfiles import Phase, RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
-from skilltune.workspace import check_placement, check_target, placed_prompts
 
 OnRecord = Callable[[RolloutRecord, int, int], None]  # (record, finished so far, jobs in all)
 

@@ -13,8 +13,8 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from skilltune.rollout.workspace import git
 from skilltune.skill import Candidate
-from skilltune.workspace import git
 
 
 class SkillRepo:

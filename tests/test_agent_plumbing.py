@@ -24,8 +24,8 @@ from skilltune.agents.cursor import CursorAgent
 from skilltune.agents.gemini import GeminiAgent
 from skilltune.agents.home import deep_merge, toml_document
 from skilltune.agents.opencode import OpencodeAgent
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.qwen import QwenAgent
+from skilltune.process import ProcessOutcome
 from skilltune.suite import Task
 
 BACKENDS: list[type[CLIBackend]] = [

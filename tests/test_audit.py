@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from skilltune.audit import audit
 from skilltune.cli import app
-from skilltune.leakage import Secrets, search, words
 from skilltune.progress import PlainReporter
+from skilltune.proposal import EvidencePacket, Proposal
 from skilltune.propose.base import PROPOSERS
 from skilltune.propose.mock import MockProposer
-from skilltune.propose.model import EvidencePacket, Proposal
+from skilltune.review.audit import audit
+from skilltune.review.leakage import Secrets, search, words
 from skilltune.rundir import RunDir
 from skilltune.runfiles import AuditFile, ReflectionsFile, RolloutRecord, UnitRecord
 from skilltune.skill import load_skill
 from skilltune.suite import load_suite
-from skilltune.train import train
+from skilltune.training import train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, rule_task, write_suite
 
 runner = CliRunner()

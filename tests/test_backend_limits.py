@@ -15,7 +15,7 @@ from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
 from skilltune.rundir import RunDir
 from skilltune.runfiles import UnitRecord
-from skilltune.train import train
+from skilltune.training import train
 from tests.helpers import rule_task, write_skill, write_suite
 
 HUGE = "x" * (ARG_BYTES + 10)

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from skilltune.calibrate import calibrate, regime_of, rollouts_to_detect
 from skilltune.cli import app
 from skilltune.errors import UsageError
+from skilltune.measure.calibrate import calibrate, rollouts_to_detect
 from skilltune.meta_eval import ablate, noise_suite
 from skilltune.skill import load_skill
+from skilltune.stats.regime import regime_of
 from skilltune.suite import load_suite, validate_suite
 from tests.helpers import GOOD_SKILL, MOCK_SKILL, MOCK_SUITE, rule_task, write_skill, write_suite
 

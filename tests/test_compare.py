@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from skilltune.cli import app
-from skilltune.compare import build_comparison, compare
 from skilltune.errors import ContractMismatchError, UsageError
-from skilltune.rollout import NO_SKILL
+from skilltune.measure.compare import build_comparison, compare
+from skilltune.rollout.runner import NO_SKILL
 from skilltune.runfiles import SCHEMA_VERSION, Comparison, RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
 from skilltune.skill import Candidate, load_skill

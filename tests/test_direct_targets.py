@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from skilltune.agents.process import RolloutInterrupted, clear_interrupt, interrupt_agents
 from skilltune.cli import app
 from skilltune.errors import InfraFailure, UsageError
-from skilltune.evaluate import evaluate
+from skilltune.measure.evaluate import evaluate
 from skilltune.modelcalls import forget_endpoints
-from skilltune.rollout import RetryPolicy
+from skilltune.process import RolloutInterrupted, clear_interrupt, interrupt_agents
+from skilltune.rollout.runner import RetryPolicy
 from skilltune.runfiles import RolloutRecord
 from tests.fakeserver import INPUT_TOKENS, OUTPUT_TOKENS, Failure, FakeModelServer, ModelRequest, Reply
 from tests.helpers import write_skill, write_suite
@@ -386,7 +386,7 @@ def test_codex_warns_that_it_ignores_openai_model(
     from skilltune.agents import get_backend, parse_agent_options
     from skilltune.cli.app import show_warning
     from skilltune.errors import SkilltuneWarning
-    from skilltune.workspace import check_target
+    from skilltune.rollout.workspace import check_target
 
     codex = get_backend("codex")
     monkeypatch.setenv("OPENAI_MODEL", "qwen3-coder")

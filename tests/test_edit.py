@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from skilltune.proposal import Edit
 from skilltune.propose.edit import (
     PatchError,
     apply_edit,
@@ -16,7 +17,6 @@ from skilltune.propose.edit import (
     protected_blocks,
     set_protected_block,
 )
-from skilltune.propose.model import Edit
 from skilltune.skill import Candidate, split_front_matter
 
 FRONT_MATTER = """\

@@ -12,7 +12,7 @@ import pytest
 
 from skilltune.agents import get_backend
 from skilltune.agents.base import AgentResult
-from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout.runner import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.skill import load_skill
 from skilltune.suite import PythonSuite, load_suite, validate_suite
 from tests.helpers import REPO

@@ -20,10 +20,10 @@ import pytest
 
 from skilltune.agents import AGENTS, AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend
-from skilltune.agents.process import _LIVE, ProcessOutcome, reap_orphans
 from skilltune.errors import InfraFailure
-from skilltune.evaluate import evaluate
-from skilltune.rollout import RetryPolicy
+from skilltune.measure.evaluate import evaluate
+from skilltune.process import _LIVE, ProcessOutcome, reap_orphans
+from skilltune.rollout.runner import RetryPolicy
 from tests.helpers import write_suite
 
 STAND_IN = Path(__file__).parent / "stand_ins" / "agent.py"
@@ -285,7 +285,7 @@ def test_a_second_interrupt_while_a_decided_batch_drains_kills_the_agents(
     Ctrl-C then kills them at once, and they leave no record."""
     from skilltune.agents import get_backend
     from skilltune.execute.local import LocalExecutor
-    from skilltune.rollout import RolloutJob, RolloutRunner
+    from skilltune.rollout.runner import RolloutJob, RolloutRunner
     from skilltune.suite import load_suite
 
     tasks = [

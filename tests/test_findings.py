@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from skilltune.cli import app
 from skilltune.errors import UsageError
-from skilltune.findings import MARKER, record_findings, run_id
 from skilltune.progress import PlainReporter
+from skilltune.review.findings import MARKER, record_findings, run_id
 from skilltune.rundir import RunDir
 from skilltune.runfiles import FindingsRecord
-from skilltune.train import resume, train
+from skilltune.training import resume, train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
 runner = CliRunner()

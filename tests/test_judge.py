@@ -15,15 +15,15 @@ from typer.testing import CliRunner
 
 from skilltune.cli import app
 from skilltune.errors import ContractMismatchError, UsageError
-from skilltune.evaluate import evaluate
 from skilltune.judge.agreement import judge_agreement
+from skilltune.measure.evaluate import evaluate
 from skilltune.progress import PlainReporter
 from skilltune.rundir import RunDir
 from skilltune.runfiles import JudgeFile, RolloutRecord, StageDone
 from skilltune.score import require_same_contract
 from skilltune.suite import load_suite
-from skilltune.train import resume, train
-from skilltune.train.budget import spent
+from skilltune.training import resume, train
+from skilltune.training.budget import spent
 from tests.fakeserver import (
     INPUT_TOKENS,
     OUTPUT_TOKENS,
@@ -476,7 +476,7 @@ def test_the_verdict_is_asked_for_as_a_forced_tool_call(tmp_path: Path) -> None:
 
 
 def test_calibrate_reports_the_judges_noise(tmp_path: Path) -> None:
-    from skilltune.calibrate import calibrate
+    from skilltune.measure.calibrate import calibrate
 
     good, _ = skills(tmp_path)
     count = {"n": 0}

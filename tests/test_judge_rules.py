@@ -8,14 +8,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from skilltune.judge.settings import (
-    DEFAULT_BASE_URL,
-    DEFAULT_MODEL,
-    JudgeSettings,
-    contract_overrides,
-    find_key,
-    judge_settings,
-)
 from skilltune.judge.verdict import (
     aggregate,
     first_verdict_object,
@@ -26,6 +18,14 @@ from skilltune.judge.verdict import (
     validate_verdict,
 )
 from skilltune.runfiles.judge import Criterion, JudgeVerdict
+from skilltune.suite.judge import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MODEL,
+    JudgeSettings,
+    contract_overrides,
+    find_key,
+    judge_settings,
+)
 
 VERDICT = {
     "criteria": [

@@ -6,9 +6,9 @@ from itertools import pairwise
 
 import pytest
 
+from skilltune.proposal import Edit
 from skilltune.propose.edit import check_edit
 from skilltune.propose.merge import EditBudget, MergeResult, Schedule, edit_key, merge_edits
-from skilltune.propose.model import Edit
 from skilltune.skill import Candidate
 
 TEXT = """\

@@ -112,8 +112,8 @@ def test_noise_is_seeded_per_candidate_unless_crn(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("placement", ["native", "system", "prepend"])
 def test_placements_reach_the_mock(tmp_path: Path, placement: str) -> None:
+    from skilltune.rollout.workspace import place_skill
     from skilltune.skill import Candidate
-    from skilltune.workspace import place_skill
 
     backend = get_backend("mock")
     skill = Candidate({"SKILL.md": "---\nname: x\ndescription: d\n---\nState a default.\n"})

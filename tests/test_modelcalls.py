@@ -370,7 +370,7 @@ def test_an_endpoint_resolves_its_url_and_key(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_prices_the_user_sets_come_first() -> None:
-    from skilltune.agents.prices import estimate_cost
+    from skilltune.modelcalls.prices import estimate_cost
 
     assert estimate_cost("gpt-4.1", 1_000_000, 0) == 2.0
     assert estimate_cost("gpt-4.1", 1_000_000, 0, {"gpt-4": (1.0, 1.0)}) == 1.0

@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import REPO
 from tools.check_import_cycles import cycles, import_graph
+from tools.check_layers import illegal, unplaced
 
 PACKAGE = REPO / "skilltune"
 MAX_LINES = 400  # agent backends excepted: one CLI's whole behaviour lives in one file
@@ -32,6 +33,31 @@ def _modules() -> list[str]:
 def test_no_import_cycle() -> None:
     found = cycles(import_graph("skilltune"))
     assert found == [], f"import cycles: {found}"
+
+
+def test_the_layers_hold_and_name_every_module() -> None:
+    assert unplaced("skilltune") == []
+    assert illegal("skilltune") == []
+
+
+def test_a_planted_upward_import_fails_the_layer_check(tmp_path: Path) -> None:
+    """The check on a copy of the package: clean, then failing on one upward import (store, in the
+    lowest layer, importing the training loop), whose chain it names."""
+    import shutil
+
+    shutil.copytree(PACKAGE, tmp_path / "skilltune", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    tool = [sys.executable, str(REPO / "tools" / "check_layers.py"), "skilltune"]
+    clean = subprocess.run(tool, capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    store = tmp_path / "skilltune" / "store.py"
+    store.write_text(
+        store.read_text() + "\n\ndef _planted():\n    from skilltune.training import api\n    return api\n"
+    )
+    planted = subprocess.run(tool, capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    assert planted.returncode == 1
+    assert "skilltune.store (lower) imports skilltune.training (higher)" in planted.stdout
+    assert "skilltune.store -> skilltune.training.api" in planted.stdout
 
 
 def _write_package(root: Path, files: dict[str, str]) -> None:

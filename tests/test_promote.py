@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 from skilltune.cli import app
 from skilltune.progress import PlainReporter
-from skilltune.promote import merge_file, promote
+from skilltune.proposal import Edit, EvidencePacket, Proposal
 from skilltune.propose.base import PROPOSERS
 from skilltune.propose.mock import MockProposer
-from skilltune.propose.model import Edit, EvidencePacket, Proposal
+from skilltune.review.promote import merge_file, promote
 from skilltune.rundir import RunDir
-from skilltune.train import train
+from skilltune.training import train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
 runner = CliRunner()

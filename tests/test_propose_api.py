@@ -17,7 +17,7 @@ import pytest
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
 from skilltune.suite import load_suite
-from skilltune.train import resume, train
+from skilltune.training import resume, train
 from tests.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, prompt_of
 from tests.fakeserver import Failure, FakeModelServer, Reply
 from tests.helpers import MOCK_SKILL, MOCK_SUITE

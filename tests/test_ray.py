@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from skilltune.compare import compare
-from skilltune.evaluate import evaluate
 from skilltune.execute.ray import RayExecutor
+from skilltune.measure.compare import compare
+from skilltune.measure.evaluate import evaluate
 from skilltune.skill import load_skill
 from tests.helpers import GOOD_SKILL, MOCK_SKILL, MOCK_SUITE, PYENV_SUITE
 
@@ -49,7 +49,7 @@ def test_ray_gives_the_same_scores_as_local_workers(tmp_path: Path, ray_executor
 
 
 def test_ray_compare_and_python_env_suites(tmp_path: Path, ray_executor: RayExecutor) -> None:
-    from skilltune.compare import build_comparison, run_arms
+    from skilltune.measure.compare import build_comparison, run_arms
     from skilltune.session import RolloutSession, RolloutSettings
     from skilltune.suite import load_suite
 
@@ -130,7 +130,7 @@ def test_closing_early_keeps_the_rollouts_already_running(tmp_path: Path, ray_ex
     rollouts Ray was already running written to disk, and nothing more is started."""
     from skilltune.agents import get_backend
     from skilltune.agents.mock import MockOptions
-    from skilltune.rollout import RolloutRunner, jobs_for
+    from skilltune.rollout.runner import RolloutRunner, jobs_for
     from skilltune.suite import load_suite
 
     suite = load_suite(MOCK_SUITE)

@@ -19,9 +19,10 @@ from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.progress import PlainReporter
+from skilltune.proposal import Edit
 from skilltune.propose.merge import merge_edits
-from skilltune.propose.model import Edit
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout.workspace import Workspace, git
 from skilltune.rundir import RunDir
 from skilltune.runfiles import SessionStart
 from skilltune.skill import Candidate, load_skill
@@ -29,9 +30,8 @@ from skilltune.skill_repo import SkillRepo
 from skilltune.store import REDACTED, is_secret_key, read_json, write_json
 from skilltune.suite import load_suite, validate_suite
 from skilltune.supervise import supervise
-from skilltune.train import resume, train
-from skilltune.train.budget import Budget, BudgetExhausted
-from skilltune.workspace import Workspace, git
+from skilltune.training import resume, train
+from skilltune.training.budget import Budget, BudgetExhausted
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO, rule_task, write_skill, write_suite
 
 cli = CliRunner()
@@ -539,7 +539,7 @@ def test_write_text_files_are_readable_by_others_under_umask_022(tmp_path: Path)
 def test_cache_key_covers_the_agents_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A model or endpoint taken from the environment is part of the rollout's cache key (secrets are not)."""
     from skilltune.agents import get_backend
-    from skilltune.rollout import RolloutRunner
+    from skilltune.rollout.runner import RolloutRunner
 
     backend = get_backend("claude")
 
@@ -598,7 +598,7 @@ def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
     import shutil
     import subprocess
 
-    from skilltune.workspace import Workspace
+    from skilltune.rollout.workspace import Workspace
 
     outer = tmp_path / "outer"
     subprocess.run(["git", "init", "-q", str(outer)], check=True)
@@ -655,7 +655,7 @@ def test_workspace_diff_sees_everything_and_never_touches_an_outer_repository(
 def test_rollouts_copied_from_a_shared_cache_cost_the_run_nothing(tmp_path: Path) -> None:
     """A second run replaying every rollout from the shared cache spends no rollout budget."""
     from skilltune.progress import PlainReporter
-    from skilltune.train.budget import spent
+    from skilltune.training.budget import spent
 
     cache = str(tmp_path / "cache")
     kwargs: dict[str, Any] = {"runs_dir": str(tmp_path), "max_steps": 2, "seed": 4, "cache": cache}
@@ -688,7 +688,7 @@ def test_a_backends_workspace_noise_stays_out_of_the_diff(
 ) -> None:
     """Paths the CLI writes for itself (opencode's .opencode/ plugin set-up) are not the agent's work."""
     from skilltune.agents.opencode import OpencodeAgent
-    from skilltune.workspace import Workspace
+    from skilltune.rollout.workspace import Workspace
 
     monkeypatch.setenv("SKILLTUNE_WORKSPACES", str(tmp_path / "ws"))
     workspace = Workspace.create("t")
@@ -709,7 +709,7 @@ def test_command_checkers_find_the_suite_when_it_was_given_as_a_relative_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SKILLTUNE_SUITE is absolute: the command runs in the workspace, not where skilltune started."""
-    from skilltune.evaluate import evaluate
+    from skilltune.measure.evaluate import evaluate
 
     task = {
         "id": "t",

@@ -11,11 +11,11 @@ import pytest
 
 from skilltune.agents import AGENTS, AgentBackend, AgentRequest, AgentResult, get_backend
 from skilltune.agents.mock import MockOptions
-from skilltune.evaluate import evaluate
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
+from skilltune.measure.evaluate import evaluate
+from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
+from skilltune.rollout.workspace import audit_workspace, workspaces_root
 from skilltune.skill import load_skill
 from skilltune.suite import load_suite
-from skilltune.workspace import audit_workspace, workspaces_root
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, PYENV_SUITE, rule_task, write_skill, write_suite
 
 NO_WAIT = RetryPolicy(max_attempts=3, base_s=0.0, cap_s=0.0)

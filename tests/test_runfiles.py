@@ -34,7 +34,7 @@ from skilltune.runfiles import (
     Verdict,
     parse_event,
 )
-from skilltune.train import resume, train
+from skilltune.training import resume, train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "run-schema1"
@@ -301,8 +301,8 @@ def test_records_of_schema_2_migrate_without_attempt_history_and_calls_without_c
 def test_a_retried_rollout_keeps_each_failed_attempt(tmp_path: Path) -> None:
     """Two scripted infra errors, then a success: the record says how each failed attempt ended, and
     their events lie in the record folder."""
-    from skilltune.evaluate import evaluate
-    from skilltune.rollout import RetryPolicy
+    from skilltune.measure.evaluate import evaluate
+    from skilltune.rollout.runner import RetryPolicy
     from tests.helpers import rule_task, write_suite
 
     task = rule_task("flaky", ["r1"], mock_infra_errors=2)

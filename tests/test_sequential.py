@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from skilltune.alpha import RunAlpha, harmonic_weights
 from skilltune.gate import SequentialGate, make_gate
 from skilltune.runfiles import RolloutRecord
 from skilltune.score import Score
-from skilltune.signflip import Crossings, Reference, budgets, lattice, p_value, reference_size, tail
 from skilltune.stats import SequentialTest
+from skilltune.stats.alpha import RunAlpha, harmonic_weights
+from skilltune.stats.signflip import Crossings, Reference, budgets, lattice, p_value, reference_size, tail
 
 
 def _se(p: float, n: int) -> float:

@@ -18,15 +18,15 @@ from typer.testing import CliRunner
 from skilltune.agents import AGENTS
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult
 from skilltune.cli import app
-from skilltune.evaluate import evaluate
+from skilltune.measure.evaluate import evaluate
+from skilltune.measure.smoke import smoke
+from skilltune.proposal import Edit
 from skilltune.propose.edit import PatchError, apply_patch, lint_edit, set_protected_block
-from skilltune.propose.model import Edit
+from skilltune.rollout.workspace import audit_workspace
 from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord, Verdict
 from skilltune.skill import lint_candidate, load_skill
-from skilltune.smoke import smoke
 from skilltune.suite import load_suite, validate_suite
-from skilltune.train import train
-from skilltune.workspace import audit_workspace
+from skilltune.training import train
 from tests.helpers import rule_task, write_suite
 
 SLOW_BLOCK = (

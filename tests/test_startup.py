@@ -85,12 +85,12 @@ def test_quick_commands_load_no_heavy_library(args: list[str], tmp_path: Path) -
 
 def test_the_api_loads_on_first_use_and_its_functions_keep_their_names() -> None:
     """``import skilltune`` loads no heavy library; every public name resolves to the object its
-    module defines; ``skilltune.compare`` stays the function once ``skilltune.compare`` loads."""
+    module defines; ``skilltune.measure.compare`` stays the function once ``skilltune.measure.compare`` loads."""
     code = """
 import json, sys
 import skilltune
 light = sorted(sys.modules)
-import skilltune.compare, skilltune.evaluate, skilltune.smoke, skilltune.train
+import skilltune.measure.compare, skilltune.measure.evaluate, skilltune.measure.smoke, skilltune.training
 import importlib
 same = {name: getattr(skilltune, name) is getattr(importlib.import_module(module), name)
         for name, module in skilltune._LAZY.items()}
@@ -99,8 +99,8 @@ exec("from skilltune import *", namespace)
 print(json.dumps({
     "light": light,
     "same": same,
-    "functions": [callable(skilltune.compare), callable(skilltune.evaluate),
-                  callable(skilltune.smoke), callable(skilltune.train)],
+    "functions": [callable(skilltune.measure.compare), callable(skilltune.measure.evaluate),
+                  callable(skilltune.measure.smoke), callable(skilltune.training)],
     "star": sorted(k for k in namespace if k != "__builtins__"),
     "all": sorted(skilltune.__all__),
     "dir_has_all": set(skilltune.__all__) <= set(dir(skilltune)),
@@ -158,7 +158,7 @@ import pygit2
 probe = pygit2.init_repository(sys.argv[1])
 control = ["core.autocrlf" in probe.config, probe.path_is_ignored("run.log"),
            probe.get_attr("notes.txt", "diff") is False]
-from skilltune.workspace import Workspace
+from skilltune.rollout.workspace import Workspace
 after_import = os.listdir(os.environ["TMPDIR"])
 workspace = Workspace.create("t")
 (workspace.path / "notes.txt").write_bytes(b"one\\r\\n")

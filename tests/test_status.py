@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import skilltune
 from skilltune.cli import app
 from skilltune.report import summarize
-from skilltune.rollout import RetryPolicy
+from skilltune.rollout.runner import RetryPolicy
 from skilltune.runfiles import Comparison, SessionStart
 from tests.helpers import rule_task, write_skill, write_suite
 from tests.report_runs import results_rows, train_demo, train_stopped, tree_digest

@@ -23,7 +23,7 @@ from skilltune.errors import UsageError
 from skilltune.rundir import RESULTS_HEADER, RunDir
 from skilltune.runfiles import StageDone
 from skilltune.skill import load_skill
-from skilltune.train import resume, train
+from skilltune.training import resume, train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, NULL_SUITE, REPO
 
 runner = CliRunner()

@@ -34,7 +34,6 @@ from skilltune.agents.base import (
     Message,
     Placement,
 )
-from skilltune.agents.process import RolloutInterrupted, interrupted
 from skilltune.errors import UsageError
 from skilltune.modelcalls import (
     CallCancelled,
@@ -47,6 +46,7 @@ from skilltune.modelcalls import (
     resolve_endpoint,
 )
 from skilltune.modelcalls.settings import BASE_URL_ENV, DEFAULT_BASE_URL, KEY_ENV
+from skilltune.process import RolloutInterrupted, interrupted
 
 if TYPE_CHECKING:
     from skilltune.skill import Candidate

@@ -39,8 +39,8 @@ from pydantic import Field, NonNegativeInt, PositiveFloat
 from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
+from skilltune.process import ProcessOutcome
 
 # Pre-approved besides workspace edits. In -p mode a tool that needs approval is denied, not
 # asked for, so whatever the agent should use without edits must be listed here.

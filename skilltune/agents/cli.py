@@ -45,10 +45,10 @@ from skilltune.agents.base import (
     version_number,
 )
 from skilltune.agents.home import UserFile, deep_merge, render_settings
-from skilltune.agents.prices import estimate_cost
-from skilltune.agents.process import ProcessOutcome, run_agent_process
 from skilltune.agents.transcript import parse_jsonl
 from skilltune.errors import SkilltuneWarning, UsageError
+from skilltune.modelcalls.prices import estimate_cost
+from skilltune.process import ProcessOutcome, run_agent_process
 from skilltune.store import is_secret_key
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")

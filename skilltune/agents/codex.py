@@ -57,8 +57,8 @@ from skilltune.agents.base import (
 )
 from skilltune.agents.cli import CLIBackend, CLIOptions, Failure
 from skilltune.agents.home import UserFile
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import clip
+from skilltune.process import ProcessOutcome
 
 PROVIDER = "skilltune-endpoint"
 LAST_MESSAGE_FILE = "codex-last-message.txt"

@@ -63,8 +63,8 @@ from pydantic import Field, field_validator
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile, user_home
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import tool_call_message, tool_result_message
+from skilltune.process import ProcessOutcome
 
 USAGE_FILE = "copilot-usage.json"
 INSTRUCTIONS_FILE = "copilot-instructions.md"

@@ -44,9 +44,9 @@ from skilltune.agents.base import AgentOptions, AgentRequest, AgentResult, Messa
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.home import UserFile
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
+from skilltune.process import ProcessOutcome
 
 
 class CursorOptions(CLIOptions):

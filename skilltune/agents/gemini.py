@@ -62,9 +62,9 @@ from pydantic import Field, field_validator
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
 from skilltune.agents.home import UserFile
-from skilltune.agents.prices import estimate_cost
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import clip
+from skilltune.modelcalls.prices import estimate_cost
+from skilltune.process import ProcessOutcome
 
 DEFAULT_MODEL = "gemini-2.5-pro"
 EFFORTS = ("low", "medium", "high")

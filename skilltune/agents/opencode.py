@@ -69,9 +69,9 @@ from pydantic import Field, field_validator
 from skilltune.agents.base import AgentOptions, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status
 from skilltune.agents.home import UserFile
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
+from skilltune.process import ProcessOutcome
 
 PROVIDER = "skilltune"
 TITLE = "skilltune"

@@ -77,9 +77,9 @@ from pydantic import Field, NonNegativeInt
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, Failure, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
-from skilltune.agents.process import ProcessOutcome
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 from skilltune.errors import UsageError
+from skilltune.process import ProcessOutcome
 
 NO_TOOLS = "skilltune-no-tools"  # an unknown name: --core-tools then enables no built-in tool
 # Tools qwen keeps on whatever --core-tools says (meta and interaction tools).

@@ -100,7 +100,7 @@ def compare(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
-    from skilltune.compare import compare as skilltune_compare
+    from skilltune.measure.compare import compare as skilltune_compare
     from skilltune.skill import load_skill
 
     loaded = load_suite_for(suite, prompt_variant, judge_opt)

@@ -33,7 +33,7 @@ from skilltune.cli.app import (
 from skilltune.errors import SkilltuneError, UsageError
 
 if TYPE_CHECKING:
-    from skilltune.evaluate import EvalSummary
+    from skilltune.measure.evaluate import EvalSummary
 
 
 @app.command(epilog="Example: skilltune validate examples/mock-demo/suite --agent openai")
@@ -60,7 +60,7 @@ def validate(
     loaded = load_suite(suite)
     if agent is not None:
         from skilltune.agents import get_backend, parse_agent_options
-        from skilltune.workspace import check_target
+        from skilltune.rollout.workspace import check_target
 
         backend = get_backend(agent)
         options = parse_agent_options(backend, {})
@@ -100,7 +100,7 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
-    from skilltune.evaluate import evaluate
+    from skilltune.measure.evaluate import evaluate
     from skilltune.skill import load_skill
 
     if skill is not None and no_skill:
@@ -191,7 +191,7 @@ def smoke(
     judge_opt: JudgeOpts = None,
 ) -> None:
     """Preflight (requirements, tools, agent CLI, judge) and one rollout per split; exit 1 on any problem."""
-    from skilltune.smoke import smoke as run_smoke
+    from skilltune.measure.smoke import smoke as run_smoke
 
     if prompt_variant not in ("cheap", "full"):
         raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
@@ -288,7 +288,7 @@ def calibrate(
     judge_opt: JudgeOpts = None,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
-    from skilltune.calibrate import calibrate as skilltune_calibrate
+    from skilltune.measure.calibrate import calibrate as skilltune_calibrate
     from skilltune.skill import load_skill
     from skilltune.textfmt import fmt
 

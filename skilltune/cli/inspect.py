@@ -14,7 +14,7 @@ import typer
 from skilltune.cli.app import app, guarded, out
 
 if TYPE_CHECKING:
-    from skilltune.promote import HunkPlan, PromotePlan
+    from skilltune.review.promote import HunkPlan, PromotePlan
     from skilltune.runfiles import AuditFile
 
 RunArg = Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")]
@@ -54,7 +54,7 @@ def audit(
     passages of 8+ words), the best moving only by gate accepts, PROTECTED blocks changed outside
     epoch updates, scoring-contract and agent/model/CLI drift, rejected edits proposed again, gates
     that decided on contaminated rounds. Writes audit.json; exit 1 with findings, 0 when clean."""
-    from skilltune.audit import audit as run_audit
+    from skilltune.review.audit import audit as run_audit
 
     result = run_audit(run_dir, suite=suite)
     if as_json:
@@ -151,7 +151,7 @@ def promote(
     and gate evidence of the unit that made each, and the held-out comparison of the whole patch.
     Each hunk is merged three-way (git merge-file, the seed as base); conflicts are named, never
     forced. Exit 1 when a hunk conflicts."""
-    from skilltune.promote import promote as run_promote
+    from skilltune.review.promote import promote as run_promote
 
     plan = run_promote(run_dir, to, apply=apply)
     if as_json:

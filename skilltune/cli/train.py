@@ -27,7 +27,7 @@ from skilltune.textfmt import one_line
 
 if TYPE_CHECKING:  # the training stack loads when a command runs, not for --help or --version
     from skilltune.progress import Reporter
-    from skilltune.train import TrainResult
+    from skilltune.training import TrainResult
 
 # Options of both train and resume (a resumed run may raise its budgets and change its workers).
 BudgetRolloutsOpt = Annotated[int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")]
@@ -77,7 +77,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     settings = {key.replace("-", "_"): value for key, value in raw.items()}
-    from skilltune.train import TrainConfig
+    from skilltune.training import TrainConfig
 
     known = set(TrainConfig.model_fields) | {"suite"}
     unknown = sorted(key for key in settings if key not in known)
@@ -148,7 +148,7 @@ def _finish_run(result: TrainResult) -> None:
 def print_gate_share(run_dir: Path) -> None:
     """What the gate cost of the run's training rollouts (from the journal)."""
     from skilltune.rundir import RunDir
-    from skilltune.train.budget import stage_rollouts
+    from skilltune.training.budget import stage_rollouts
 
     stages = stage_rollouts(RunDir(run_dir))
     training = sum(n for stage, n in stages.items() if stage != "test")
@@ -256,8 +256,8 @@ def train(
 ) -> None:
     """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
     from skilltune.supervise import supervise
-    from skilltune.train import resume as skilltune_resume
-    from skilltune.train import train as skilltune_train
+    from skilltune.training import resume as skilltune_resume
+    from skilltune.training import train as skilltune_train
 
     if resume_run and force:
         raise UsageError("--resume continues the run and --force starts it over: give one of them")
@@ -342,7 +342,7 @@ def resume(
     It keeps the run's settings; --budget-*, --workers, --findings and redacted secrets
     (--agent-opt KEY=...) may be given."""
     from skilltune.supervise import supervise
-    from skilltune.train import resume as skilltune_resume
+    from skilltune.training import resume as skilltune_resume
 
     if supervise_run:
         raise typer.Exit(supervise([a for a in sys.argv[1:] if a != "--supervise"], run_dir))

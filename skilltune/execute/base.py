@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Protocol
 
-from skilltune.rollout import RolloutJob, RolloutRunner
+from skilltune.rollout.runner import RolloutJob, RolloutRunner
 from skilltune.runfiles import RolloutRecord
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from skilltune.agents.process import clear_interrupt, interrupt_agents, reap_orphans
-from skilltune.rollout import RolloutJob, RolloutRunner
+from skilltune.process import clear_interrupt, interrupt_agents, reap_orphans
+from skilltune.rollout.runner import RolloutJob, RolloutRunner
 from skilltune.runfiles import RolloutRecord
 
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilltune.agents.process import GRACE_S
 from skilltune.errors import UsageError
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
+from skilltune.process import GRACE_S
+from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
+from skilltune.rollout.scoring import rescore_record
 from skilltune.runfiles import Phase, RolloutRecord
-from skilltune.scoring import rescore_record
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, write_text
 

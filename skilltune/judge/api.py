@@ -17,8 +17,8 @@ from typing import Any
 
 from skilltune.errors import ScorerUnavailable, UsageError
 from skilltune.judge.models import JudgeModel, JudgeReply, client_status
-from skilltune.judge.settings import JudgeSettings, find_key
 from skilltune.judge.verdict import RecordVerdict
+from skilltune.suite.judge import JudgeSettings, find_key
 
 _WHERE = "--judge-opt"
 
@@ -78,8 +78,8 @@ class APIJudgeModel(JudgeModel):
         return ModelClient(endpoint, calls, where=_WHERE)
 
     def ask(self, system: str, user: str) -> JudgeReply:
-        from skilltune.agents.process import interrupted
         from skilltune.modelcalls import CallCancelled, ChatRequest, ModelCallError
+        from skilltune.process import interrupted
 
         request = ChatRequest.of(
             user,
@@ -96,7 +96,7 @@ class APIJudgeModel(JudgeModel):
                 "once it answers again"
             ) from None
         except CallCancelled:
-            from skilltune.agents.process import RolloutInterrupted
+            from skilltune.process import RolloutInterrupted
 
             raise RolloutInterrupted from None
         return JudgeReply(

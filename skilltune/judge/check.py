@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from skilltune.judge.models import client_status
-from skilltune.judge.settings import find_key
 from skilltune.suite import SPLITS, Suite
+from skilltune.suite.judge import find_key
 
 
 class SplitReferences(BaseModel):

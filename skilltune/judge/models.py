@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skilltune.errors import ScorerUnavailable, UsageError
-from skilltune.judge.settings import JudgeSettings
+from skilltune.suite.judge import JudgeSettings
 
 CLI_ATTEMPTS = 3  # an agent CLI's infra error (rate limit, network) is retried, then the judge is down
 CLI_BACKOFF_S = 2.0
@@ -66,7 +66,7 @@ class CLIJudgeModel(JudgeModel):
             )
 
     def ask(self, system: str, user: str) -> JudgeReply:
-        from skilltune.agents.process import interruptible_sleep
+        from skilltune.process import interruptible_sleep
 
         jitter = random.Random(f"{system[:64]}|{len(user)}")
         reason = ""

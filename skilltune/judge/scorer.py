@@ -33,12 +33,12 @@ from skilltune.judge.prompt import (
     messages,
     reference_text,
 )
-from skilltune.judge.settings import JudgeSettings
 from skilltune.judge.verdict import aggregate, parse_reply
 from skilltune.runfiles.base import RunFileError
 from skilltune.runfiles.judge import JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
 from skilltune.score.base import Score, Scored, Scorer, ScoringFields, ScoringUsage
 from skilltune.store import canonical_json, sha256_text
+from skilltune.suite.judge import JudgeSettings
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from skilltune.agents.prices import estimate_cost
 from skilltune.errors import UsageError
 from skilltune.modelcalls.failures import REFUSED, Failure, final_error
 from skilltune.modelcalls.limits import endpoint_state
+from skilltune.modelcalls.prices import estimate_cost
 from skilltune.modelcalls.settings import CallCancelled, CallSettings, ChatRequest, Endpoint, Reply
 from skilltune.modelcalls.transport import Connection, http_client, run_attempt
 

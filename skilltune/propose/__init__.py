@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall, RejectedEdit, Trajectory
 from skilltune.propose.base import PROPOSERS, Proposer, ProposerOptions, SlowUpdate, make_proposer
 from skilltune.propose.edit import PatchError, apply_edit, apply_patch
 from skilltune.propose.merge import EditBudget, MergeResult, merge_edits
-from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall, RejectedEdit, Trajectory
 
 __all__ = [
     "PROPOSERS",

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
-from skilltune.propose.model import EvidencePacket, Proposal, ProposerCall
+from skilltune.proposal import EvidencePacket, Proposal, ProposerCall
 from skilltune.suite import Suite
 
 # Configurable roles (merging - dedupe, support, rank - is done in code, by no model).

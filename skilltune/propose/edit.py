@@ -10,7 +10,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from skilltune.propose.model import Edit
+from skilltune.proposal import Edit
 from skilltune.skill import PROTECTED_BLOCK, Candidate, block_key, lint_candidate
 
 _PROTECTED = PROTECTED_BLOCK  # both forms: <!-- PROTECTED:name --> and skill-trainer's :START/:END

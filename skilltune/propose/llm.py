@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Provider, resolve_endpoint
+from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
-from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
 
 _FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)

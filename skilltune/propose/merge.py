@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from skilltune.proposal import Edit
 from skilltune.propose.edit import check_edit
-from skilltune.propose.model import Edit
 from skilltune.skill import Candidate
 
 Schedule = Literal["constant", "linear", "cosine"]

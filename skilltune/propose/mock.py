@@ -22,9 +22,9 @@ import re
 from pydantic import BaseModel, Field, ValidationError
 
 from skilltune.errors import UsageError
+from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall, Trajectory
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate
 from skilltune.propose.edit import apply_edit
-from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall, Trajectory
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
 
 HINT = "(failure hint)"  # the id of a rule made from a hint (no pool entry has it)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import resources
 from string import Template
 
-from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
+from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
 
 _OUTPUT_CHARS = 3000
 _DIFF_CHARS = 2000

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import SkilltuneError
-from skilltune.propose.model import EvidencePacket, RejectedEdit, Trajectory
+from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite

@@ -7,8 +7,8 @@ from collections import Counter
 
 from skilltune.report.model import RunSummary
 from skilltune.report.rollouts import RunRollouts
+from skilltune.stats.regime import SATURATED, TOO_HARD
 
-SATURATED, TOO_HARD = 0.8, 0.3
 GAP = 0.10  # a val -> test drop of the best skill larger than this is worth a word
 
 

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from skilltune.propose.model import Edit, ProposerCall
+from skilltune.proposal import Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
 
 

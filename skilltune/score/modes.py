@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
-from skilltune.agents.process import kill_group
 from skilltune.errors import ScoringError, SkilltuneWarning
+from skilltune.process import kill_group
 from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from skilltune.errors import UsageError
-from skilltune.judge.settings import JudgeSettings, contract_overrides, judge_settings
 from skilltune.score.base import Scorer
 from skilltune.score.registry import scorer_class
 from skilltune.store import canonical_json, iter_tree
+from skilltune.suite.judge import JudgeSettings, contract_overrides, judge_settings
 from skilltune.suite.model import SPLITS, SuiteConfig, SuiteOptions, Task
 
 # Task fields the judge reads beside ``scoring`` (skill-trainer's places): part of the contract.

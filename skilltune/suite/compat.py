@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from skilltune.judge.settings import JudgeSettings
+from skilltune.suite.judge import JudgeSettings
 from skilltune.suite.model import Problem, SuiteConfig, Task
 
 _SKILL_TRAINER_PASS_THRESHOLD = 0.7

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from skilltune.agents import get_backend
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import load_suite

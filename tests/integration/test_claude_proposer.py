@@ -27,7 +27,7 @@ import pytest
 
 from skilltune.progress import PlainReporter
 from skilltune.suite import load_suite
-from skilltune.train import train
+from skilltune.training import train
 from tests.conftest import require_cli
 from tests.fakeserver import FakeModelServer, ModelRequest, Reply
 from tests.helpers import MOCK_SKILL, MOCK_SUITE

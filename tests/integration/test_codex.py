@@ -19,8 +19,8 @@ import pytest
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.agents.base import AgentRequest
 from skilltune.agents.codex import LAST_MESSAGE_FILE, CodexAgent, CodexOptions
-from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.process import ProcessOutcome
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli

@@ -21,9 +21,9 @@ import pytest
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.agents.base import AgentRequest
 from skilltune.agents.copilot import NO_TOOLS, USAGE_FILE, CopilotAgent, CopilotOptions
-from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
-from skilltune.rollout import RetryPolicy
+from skilltune.process import ProcessOutcome
+from skilltune.rollout.runner import RetryPolicy
 from skilltune.skill import Candidate
 from skilltune.suite import Task
 from tests.conftest import require_cli

@@ -19,8 +19,8 @@ import pytest
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.agents.base import AgentRequest
 from skilltune.agents.gemini import GeminiAgent, GeminiOptions
-from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.process import ProcessOutcome
 from skilltune.suite import Task
 from tests.conftest import require_cli
 from tests.fakeserver import (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skilltune.evaluate import evaluate
+from skilltune.measure.evaluate import evaluate
 from skilltune.runfiles import JudgeFile, JudgeInputsFile, RolloutRecord
 from skilltune.suite import load_suite
 from tests.conftest import require_cli

@@ -21,8 +21,8 @@ import pytest
 
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.agents.opencode import OpencodeAgent, OpencodeOptions, interpret_stream
-from skilltune.agents.process import ProcessOutcome
 from skilltune.errors import UsageError
+from skilltune.process import ProcessOutcome
 from tests.conftest import require_cli
 from tests.fakeserver import Failure, FakeModelServer, ModelRequest, Reply, ToolCall
 from tests.integration import common

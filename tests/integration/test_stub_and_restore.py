@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from skilltune.agents import get_backend
-from skilltune.rollout import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
 from skilltune.skill import load_skill
 from skilltune.suite import load_suite
 from tests.conftest import require_cli

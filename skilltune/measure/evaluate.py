@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from skilltune.execute import Executor
-from skilltune.rollout import NO_SKILL, RetryPolicy, accuracy
+from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result

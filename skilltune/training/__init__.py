@@ -10,6 +10,6 @@ close, shared by both), ``final`` (the held-out comparison), ``budget`` and ``lo
 from __future__ import annotations
 
 from skilltune.runfiles import TrainConfig
-from skilltune.train.api import TrainResult, resume, train
+from skilltune.training.api import TrainResult, resume, train
 
 __all__ = ["TrainConfig", "TrainResult", "resume", "train"]

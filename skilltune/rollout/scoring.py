@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 from skilltune.agents.base import AgentResult
-from skilltune.conversation import restate_status
 from skilltune.errors import ScoringError
+from skilltune.rollout.conversation import restate_status
 from skilltune.runfiles import RolloutFiles, RolloutRecord, RolloutStatus
 from skilltune.score.base import Score, Scored, ScoringUsage
 from skilltune.store import write_json

@@ -1,4 +1,4 @@
-"""``skilltune.train`` and ``skilltune.resume``: start or continue a training run.
+"""``skilltune.training`` and ``skilltune.resume``: start or continue a training run.
 
 ``train`` checks every setting before anything is written, lays the run directory out
 beside its final place and renames it in (config.json with secrets redacted, the seed,
@@ -17,17 +17,17 @@ from pydantic import BaseModel
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.progress import PlainReporter, Reporter
-from skilltune.rollout import RetryPolicy
+from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import AuditFile, Comparison, Resumed, RunConfigFile, RunStart, SeedFile
 from skilltune.skill import lint_candidate, load_skill
 from skilltune.store import write_text
 from skilltune.suite import Suite
 from skilltune.textfmt import count
-from skilltune.train.config import absolute_paths, config_file, make_config, settings_for_resume
-from skilltune.train.context import RunContext, Setup
-from skilltune.train.loop import execute
-from skilltune.train.units import best_val, finished, incumbent, load_seed
+from skilltune.training.config import absolute_paths, config_file, make_config, settings_for_resume
+from skilltune.training.context import RunContext, Setup
+from skilltune.training.loop import execute
+from skilltune.training.units import best_val, finished, incumbent, load_seed
 
 
 class TrainResult(BaseModel):

@@ -2,7 +2,7 @@
 of kept versions, and the kept unit that introduced each change between the seed and the best.
 
 Everything here is read from files on disk (audit, findings and promote only read a run). It
-does not use ``skilltune.train``: the end of a training run calls the modules that use this one.
+does not use ``skilltune.training``: the end of a training run calls the modules that use this one.
 """
 
 from __future__ import annotations

@@ -12,13 +12,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from skilltune.errors import SkilltuneError
-from skilltune.rollout import rollout_dir
+from skilltune.rollout.runner import rollout_dir
+from skilltune.rollout.workspace import audit_workspace
 from skilltune.runfiles import RolloutRecord
 from skilltune.session import RolloutSession, RolloutSettings, Target
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
 from skilltune.suite import SPLITS, PromptVariant, load_suite
-from skilltune.workspace import audit_workspace
 
 # pip names whose import name differs
 IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml", "beautifulsoup4": "bs4", "scikit-learn": "sklearn"}

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from skilltune.errors import UsageError
-from skilltune.leakage import NGRAM, Secrets, search
-from skilltune.lineage import History, unit_name
 from skilltune.propose.edit import protected_blocks
 from skilltune.propose.merge import edit_key
+from skilltune.review.leakage import NGRAM, Secrets, search
+from skilltune.review.lineage import History, unit_name
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     CHECKS,

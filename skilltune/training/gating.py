@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Literal, cast
 
 from skilltune.propose.edit import lint_edit
-from skilltune.rollout import RolloutJob
+from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
 from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task, safe_id
 from skilltune.textfmt import fmt
-from skilltune.train.budget import proposer_tokens, record_cost, record_tokens, records_run
-from skilltune.train.context import RunContext
-from skilltune.train.rollouts import POOL_OFFSET, RunRollouts, replicate_base
-from skilltune.train.secondary import gated_ids, regression_test, veto
-from skilltune.train.session import BlockedError
-from skilltune.train.units import Unit
+from skilltune.training.budget import proposer_tokens, record_cost, record_tokens, records_run
+from skilltune.training.context import RunContext
+from skilltune.training.rollouts import POOL_OFFSET, RunRollouts, replicate_base
+from skilltune.training.secondary import gated_ids, regression_test, veto
+from skilltune.training.session import BlockedError
+from skilltune.training.units import Unit
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,18 @@ from __future__ import annotations
 from skilltune.errors import UsageError
 from skilltune.gate import val_size_notes
 from skilltune.propose.reflect import render_memory
-from skilltune.rollout import accuracy
+from skilltune.rollout.runner import accuracy
 from skilltune.runfiles import UnitRecord
 from skilltune.store import write_text
 from skilltune.suite import load_suite
 from skilltune.textfmt import fmt
-from skilltune.train.budget import records_run
-from skilltune.train.context import RunContext
-from skilltune.train.epoch import run_epoch_update
-from skilltune.train.final import finish
-from skilltune.train.session import BlockedError
-from skilltune.train.step import run_step
-from skilltune.train.units import best_val, discard_streak, finished
+from skilltune.training.budget import records_run
+from skilltune.training.context import RunContext
+from skilltune.training.epoch import run_epoch_update
+from skilltune.training.final import finish
+from skilltune.training.session import BlockedError
+from skilltune.training.step import run_step
+from skilltune.training.units import best_val, discard_streak, finished
 
 
 def execute(ctx: RunContext) -> None:

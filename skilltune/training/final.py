@@ -10,17 +10,17 @@ resume, and the findings bank appends each entry once).
 
 from __future__ import annotations
 
-from skilltune.audit import audit_history
-from skilltune.compare import build_comparison
-from skilltune.findings import record_findings
-from skilltune.lineage import History
+from skilltune.measure.compare import build_comparison
+from skilltune.review.audit import audit_history
+from skilltune.review.findings import record_findings
+from skilltune.review.lineage import History
 from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.textfmt import count, fmt
-from skilltune.train.budget import records_run
-from skilltune.train.context import RunContext
-from skilltune.train.gating import write_best
-from skilltune.train.units import incumbent
+from skilltune.training.budget import records_run
+from skilltune.training.context import RunContext
+from skilltune.training.gating import write_best
+from skilltune.training.units import incumbent
 
 _SHOWN = 10  # audit findings printed at the end of a run; audit.json holds them all
 

@@ -19,9 +19,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from skilltune.calibrate import FLAKY_SD, SATURATED
-from skilltune.lineage import History, unit_name
-from skilltune.rollout import accuracy
+from skilltune.review.lineage import History, unit_name
+from skilltune.rollout.runner import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     AuditFile,
@@ -34,6 +33,7 @@ from skilltune.runfiles import (
     RunStart,
     UnitRecord,
 )
+from skilltune.stats.regime import FLAKY_SD, SATURATED
 from skilltune.suite import Suite
 from skilltune.textfmt import fmt, one_line, signed
 

@@ -22,12 +22,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from skilltune.errors import UsageError
-from skilltune.leakage import words
-from skilltune.lineage import History, Hunk, apply_hunks, hunks
+from skilltune.review.leakage import words
+from skilltune.review.lineage import History, Hunk, apply_hunks, hunks
+from skilltune.rollout.workspace import git
 from skilltune.rundir import RunDir
 from skilltune.runfiles import AuditFile, Comparison, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
 from skilltune.store import write_text
-from skilltune.workspace import git
 
 HunkStatus = Literal["clean", "present", "conflict"]
 

@@ -11,12 +11,12 @@ import contextlib
 from pathlib import Path
 
 from skilltune.progress import Reporter, RunProgress
-from skilltune.rollout import RolloutJob, RolloutRunner, rollout_dir
+from skilltune.rollout.runner import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
 from skilltune.session import RolloutSession
 from skilltune.skill import Candidate
 from skilltune.suite import Task
-from skilltune.train.session import Session
+from skilltune.training.session import Session
 
 REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
 POOL_OFFSET = 500  # a kept candidate's val pool as the incumbent: its unit's range from here

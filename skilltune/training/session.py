@@ -20,7 +20,7 @@ from skilltune.modelcalls import CallCancelled
 from skilltune.progress import Reporter
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Crashed, SessionEnd, SessionStart
-from skilltune.train.budget import BudgetExhausted
+from skilltune.training.budget import BudgetExhausted
 
 
 class StopRequested(Exception):

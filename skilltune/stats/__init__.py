@@ -139,7 +139,7 @@ class SequentialTest:
         futility_from: int = 1,
         seed: int = 0,
     ) -> None:
-        from skilltune.signflip import Crossings, Reference, budgets
+        from skilltune.stats.signflip import Crossings, Reference, budgets
 
         self.alpha = alpha
         self.max_looks = max_looks
@@ -153,7 +153,7 @@ class SequentialTest:
     def look(self, k: int, diffs: Sequence[float | None]) -> tuple[str | None, dict[str, Any]]:
         import numpy as np
 
-        from skilltune.signflip import lattice, p_value
+        from skilltune.stats.signflip import lattice, p_value
 
         if len(diffs) != self.reference.tasks:
             raise ValueError(f"the test was designed for {self.reference.tasks} tasks, got {len(diffs)}")

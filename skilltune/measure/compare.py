@@ -14,7 +14,7 @@ from typing import Any
 
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
-from skilltune.rollout import NO_SKILL, RetryPolicy, accuracy
+from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result

@@ -11,14 +11,14 @@ is never deployed with the skill.
 from __future__ import annotations
 
 from skilltune.propose.edit import set_protected_block
-from skilltune.rollout import accuracy
+from skilltune.rollout.runner import accuracy
 from skilltune.runfiles import SlowUpdateFile, UnitRecord
 from skilltune.store import write_text
 from skilltune.textfmt import fmt
-from skilltune.train.context import RunContext
-from skilltune.train.gating import Draft, close, settle
-from skilltune.train.rollouts import replicate_base
-from skilltune.train.units import Unit, incumbent
+from skilltune.training.context import RunContext
+from skilltune.training.gating import Draft, close, settle
+from skilltune.training.rollouts import replicate_base
+from skilltune.training.units import Unit, incumbent
 
 SLOW_UPDATE_BLOCK = "slow-update"
 

@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
-from skilltune.alpha import RunAlpha
-from skilltune.evaluate import evaluate
 from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
+from skilltune.measure.evaluate import evaluate
 from skilltune.session import RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.stats import tasks_to_accept
+from skilltune.stats.alpha import RunAlpha
+from skilltune.stats.regime import FLAKY_SD, Regime, regime_of
 from skilltune.store import read_json, write_json
 from skilltune.suite import Suite, load_suite
 
 CALIBRATION_SCHEMA_VERSION = 2  # 2: gate_levels, tasks_to_accept
-SATURATED = 0.8
-TOO_HARD = 0.3
-FLAKY_SD = 0.3  # within-task standard deviation of the gate metric above which a task is flaky
-Regime = Literal["saturated", "too hard", "gradient"]
 DEFAULT_ALPHA = 0.05  # train's defaults: the run-wide alpha and its decisions (10 steps, 2 epoch updates)
 DEFAULT_DECISIONS = 12
 
@@ -72,16 +69,6 @@ def _sd(values: list[float]) -> float:
         return 0.0
     m = sum(values) / len(values)
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-
-
-def regime_of(rate: float | None) -> Regime | None:
-    if rate is None:
-        return None
-    if rate > SATURATED:
-        return "saturated"
-    if rate < TOO_HARD:
-        return "too hard"
-    return "gradient"
 
 
 def rollouts_to_detect(

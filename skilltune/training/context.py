@@ -20,17 +20,17 @@ from skilltune.execute import Executor
 from skilltune.gate import RunGate
 from skilltune.progress import Reporter, RunProgress
 from skilltune.propose import EditBudget, Proposer, make_proposer
-from skilltune.rollout import RetryPolicy
+from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import StageDone, TrainConfig
 from skilltune.session import RolloutSession, RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.skill_repo import SkillRepo
 from skilltune.suite import Suite, load_suite
-from skilltune.train.budget import Budget, Plan
-from skilltune.train.rollouts import RunRollouts
-from skilltune.train.session import Session
-from skilltune.train.units import Unit, load_seed, unit_order
+from skilltune.training.budget import Budget, Plan
+from skilltune.training.rollouts import RunRollouts
+from skilltune.training.session import Session
+from skilltune.training.units import Unit, load_seed, unit_order
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from skilltune.proposal import Edit
 from skilltune.propose import PatchError, apply_patch, merge_edits
-from skilltune.propose.model import Edit
 from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
-from skilltune.rollout import accuracy
+from skilltune.rollout.runner import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.store import write_json, write_text
 from skilltune.suite import Task
-from skilltune.train.context import RunContext
-from skilltune.train.gating import Draft, close, settle
-from skilltune.train.rollouts import Records, replicate_base
-from skilltune.train.session import BlockedError
-from skilltune.train.units import Unit, incumbent
+from skilltune.training.context import RunContext
+from skilltune.training.gating import Draft, close, settle
+from skilltune.training.rollouts import Records, replicate_base
+from skilltune.training.session import BlockedError
+from skilltune.training.units import Unit, incumbent
 
 
 def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:

@@ -1,0 +1,1 @@
+"""Rollouts: one rollout from workspace to record (runner), its isolation, scoring, conversation and cache."""
