@@ -1,7 +1,7 @@
 """The run directory ``runs/<tag>/``: its paths, lock, journal, results.tsv and TERMINAL.
 
 The layout is a contract (tools and reports read it; DESIGN.md lists it). The JSON files
-in it are read and written through their models in ``runfiles.py``.
+in it are read and written through their models in ``skilltune.runfiles``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every file skilltune writes goes through ``write_text``/``write_json`` (temp file
 + rename), so a killed process never leaves a half-written record behind. The run
-directory's layout is in ``rundir.py``, its files' schemas in ``runfiles.py``.
+directory's layout is in ``rundir.py``, its files' schemas in ``skilltune.runfiles``.
 """
 
 from __future__ import annotations

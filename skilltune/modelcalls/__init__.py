@@ -30,7 +30,7 @@ their model here, so each call is bounded the same way:
   ``CallCancelled`` raised. A KeyboardInterrupt in the calling thread closes it too.
 - **accounting**: each Reply has the endpoint's token counts (LangChain's ``usage_metadata``;
   estimated when the endpoint sent none, ``usage_estimated``), USD from the price table
-  (skilltune/agents/prices.py, extended by ``prices``), the attempts and the reason of each
+  (skilltune/modelcalls/prices.py, extended by ``prices``), the attempts and the reason of each
   failed one, and ``events`` (request parameters without the messages or the key, errors,
   retries, notes, the reply).
 - **an endpoint that does not stream** (answers ``stream: true`` with one JSON object) is
