@@ -16,7 +16,16 @@ $(STAMP): pyproject.toml requirements/ci.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements/ci.txt -e '.[dev,api,ray]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# plotly.js's cartesian bundle, pinned in skilltune/report/static/package-lock.json: report.html inlines
+# it (1.5 MB). Without npm the report inlines the full bundle the plotly package ships (4.8 MB).
+PLOTLY := skilltune/report/static
+PLOTLY_STAMP := $(PLOTLY)/node_modules/.installed-stamp
+$(PLOTLY_STAMP): $(PLOTLY)/package.json $(PLOTLY)/package-lock.json
+	if command -v npm >/dev/null; then \
+		npm ci --prefix $(PLOTLY) --no-audit --no-fund --loglevel=error >/dev/null && touch $(PLOTLY_STAMP); \
+	else echo "warning: npm is missing: report.html inlines plotly's full bundle (4.8 MB), not the cartesian one (1.5 MB)"; fi
+
+install: $(STAMP) $(PLOTLY_STAMP)
 
 # The real agent CLIs at the versions in agentclis/package-lock.json (integration tests drive them
 # against a local fake model server), and ripgrep, which opencode needs and cannot download offline.
@@ -48,11 +57,11 @@ check: $(STAMP)
 # Two workers whatever the machine (tests wait on agent CLIs and servers more than on the CPU);
 # --dist loadfile keeps each test file in one worker. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
-test: check $(CLI_STAMP) chromium
+test: check $(CLI_STAMP) $(PLOTLY_STAMP) chromium
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 # --alpha 0.2: the example's 16 val tasks are few for the task-level gate at the default 0.05 (README, Gates).
-demo: $(STAMP)
+demo: $(STAMP) $(PLOTLY_STAMP)
 	$(BIN)/skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill \
 		--agent mock --proposer mock --tag demo --max-steps 8 --seed 1 --alpha 0.2 --force
 
@@ -71,11 +80,11 @@ bench-startup: $(STAMP)
 
 # report.html for a synthetic run of 200 units and 50,000 rollouts: generation time, size, load time in
 # headless Chromium: benchmarks/results/report.json.
-bench-report: $(STAMP) chromium
+bench-report: $(STAMP) $(PLOTLY_STAMP) chromium
 	$(BIN)/python benchmarks/report.py
 
 # The screenshots of the report and of `skilltune view` under docs/ (taken by their browser tests).
-screenshots: $(STAMP) chromium
+screenshots: $(STAMP) $(PLOTLY_STAMP) chromium
 	SKILLTUNE_SCREENSHOTS=docs $(BIN)/pytest -q tests/test_report_browser.py tests/test_view.py -k screenshot
 
 clean:

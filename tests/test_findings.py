@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
-from skilltune.review.findings import MARKER, record_findings, run_id
+from skilltune.report import summarize
+from skilltune.review.findings import MARKER, entry_warnings, record_findings, run_id
 from skilltune.rundir import RunDir
 from skilltune.runfiles import FindingsRecord
 from skilltune.training import resume, train
@@ -97,3 +98,29 @@ def test_a_findings_path_that_is_a_folder_is_refused_before_anything_is_written(
             **_quiet(),
         )
     assert not (tmp_path / "runs" / "x").exists()
+
+
+def test_the_entry_lists_the_reports_warnings(tmp_path: Path) -> None:
+    done = train(
+        MOCK_SUITE, MOCK_SKILL, tag="w", runs_dir=str(tmp_path), max_steps=2, seed=1, alpha=0.2, **_quiet()
+    )
+    assert done.state == "success", done.reason
+    run = RunDir(tmp_path / "w")
+    listed = run.findings_md.read_text().split("- **Warnings**:\n", 1)[1]
+    warnings = [line.removeprefix("  - ") for line in listed.splitlines() if line.startswith("  - ")]
+    report = summarize(run.root).warnings
+    assert warnings == report, (warnings, report)
+    assert any(w.startswith("flaky test tasks: ") for w in report), report  # one the bank alone used to list
+    assert any("flaky val task(s)" in w for w in report), report  # one the report alone used to list
+
+    # A rollout a model judge scored: both name the judge's noise.
+    folder = next(run.final.glob("rollouts/test/*/*_r0"))
+    (folder / "judge.json").write_text("{}")
+    report = summarize(run.root).warnings
+    assert entry_warnings(run) == report
+    assert "judge noise: 1 task(s) were scored by a model judge" in " ".join(report)
+    # At the end of a training run (before TERMINAL), the ending given names how it ended.
+    assert entry_warnings(run, ("blocked", "the judge is down")) == [
+        "the run ended blocked: the judge is down",
+        *report,
+    ]

@@ -46,13 +46,27 @@ class ScriptedProposer(MockProposer):
         return Proposal(edits=[script[packet.step]] if packet.step in script else [])
 
 
+class AppendingProposer(MockProposer):
+    """Both steps append at the end of the body: two hunks at one seed line, from two units."""
+
+    name = "appending"
+
+    def propose(self, packet: EvidencePacket) -> Proposal:
+        texts = {1: IMPACT, 2: OWNERS}
+        if packet.step not in texts:
+            return Proposal(edits=[])
+        return Proposal(edits=[Edit(op="append", file=packet.skill_main, text=texts[packet.step])])
+
+
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[str]:
-    PROPOSERS.register(ScriptedProposer.name, ScriptedProposer)
+    for proposer in (ScriptedProposer, AppendingProposer):
+        PROPOSERS.register(proposer.name, proposer)
     try:
         yield ScriptedProposer.name
     finally:
-        PROPOSERS.unregister(ScriptedProposer.name)
+        for proposer in (ScriptedProposer, AppendingProposer):
+            PROPOSERS.unregister(proposer.name)
 
 
 def _train(skill: Path, runs: Path, proposer: str) -> RunDir:
@@ -167,6 +181,55 @@ def test_a_change_the_live_skill_already_holds_is_present_not_added_twice(
     assert [h.status for h in plan.hunks] == ["present", "present"]
     assert plan.files == {} and plan.patch == ""
     assert _tree(live) == _tree(run.best_dir)
+
+
+@pytest.fixture(scope="module")
+def appended(scripted: str, tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    return _train(MOCK_SKILL, tmp_path_factory.mktemp("runs"), AppendingProposer.name)
+
+
+def test_promote_again_after_apply_is_up_to_date_and_writes_nothing(appended: RunDir, tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    shutil.copytree(MOCK_SKILL, live)
+    first = promote(appended.root, live, apply=True)
+    assert [(h.seed_line, h.status) for h in first.hunks] == [(18, "clean"), (18, "clean")]
+    assert _tree(live) == _tree(appended.best_dir)
+    before = {p: p.stat().st_mtime_ns for p in live.rglob("*")}
+
+    result = runner.invoke(app, ["promote", str(appended.root), "--to", str(live), "--apply"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert output.count(": present (already applied)") == 2 and "conflict" not in output
+    assert f"up to date: {live} already holds every change of the run; nothing written" in output
+    assert "patch against" not in output
+    assert {p: p.stat().st_mtime_ns for p in live.rglob("*")} == before
+    plan = promote(appended.root, live, apply=True)
+    assert plan.up_to_date and not plan.applied and plan.files == {} and plan.patch == ""
+
+
+def test_a_live_skill_equal_to_the_best_is_up_to_date(appended: RunDir, tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    shutil.copytree(appended.best_dir, live)
+    before = _tree(live)
+    result = runner.invoke(app, ["promote", str(appended.root), "--to", str(live)])
+    assert result.exit_code == 0, result.output
+    assert "up to date" in result.output and "conflict" not in result.output
+    assert _tree(live) == before
+
+
+def test_a_changed_line_among_applied_hunks_stays_a_conflict(appended: RunDir, tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    shutil.copytree(appended.best_dir, live)
+    text = (live / "SKILL.md").read_text()  # the live skill edited step 1's rule since the copy
+    (live / "SKILL.md").write_text(text.replace("how many minutes, ", ""))
+    before = _tree(live)
+    result = runner.invoke(app, ["promote", str(appended.root), "--to", str(live), "--apply"])
+    assert result.exit_code == 1, result.output
+    assert "hunk 1/2 SKILL.md at seed line 18: conflict" in result.output
+    assert "hunk 2/2 SKILL.md at seed line 18: present (already applied)" in result.output
+    assert "up to date" not in result.output
+    assert "nothing written: the live skill already holds every hunk that does not conflict" in result.output
+    assert _tree(live) == before
 
 
 def test_a_single_instruction_file_is_promoted_into_the_users_file(scripted: str, tmp_path: Path) -> None:

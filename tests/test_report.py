@@ -44,7 +44,8 @@ def test_report_writes_only_report_html_and_is_self_contained(demo: Path) -> Non
     assert path == demo / "report.html"
     assert tree_digest(demo, skip=("report.html",)) == before  # the run is only read
     html = path.read_text()
-    assert "Plotly.newPlot" in html and "plotly.js v" in html  # the library itself is inlined
+    assert "Plotly.newPlot" in html and "plotly.js (cartesian - minified) v" in html  # the library is inlined
+    assert len(html.encode()) < 2_000_000, "its cartesian bundle, not the full one (4.8 MB)"
     markup = re.sub(r"<script>.*?</script>", "<script></script>", html, flags=re.S)
     assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)=["'](?!data:)""", markup), (
         "loads nothing"
@@ -138,3 +139,26 @@ def test_report_reads_a_run_of_an_older_skilltune(tmp_path: Path) -> None:
     assert [u.verdict for u in s.units] == [r["verdict"] for r in rows]
     assert "<h1>old" in render_page(s)
     assert tree_digest(run) == before
+
+
+def test_plotly_is_the_cartesian_bundle_of_the_plotly_version_else_the_full_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    from skilltune.report import figures
+
+    version = get_plotlyjs_version()
+    name, script = figures.plotly_bundle()
+    assert name == f"cartesian-{version}" and script == figures.CARTESIAN.read_text(encoding="utf-8")
+    assert len(script) < len(get_plotlyjs()) / 3
+    other = tmp_path / "plotly-cartesian.min.js"
+    for stored in (None, "/**\n* plotly.js (cartesian - minified) v1.0.0\n*/\nwindow.Plotly = {};\n"):
+        if stored is not None:
+            other.write_text(stored, encoding="utf-8")
+        monkeypatch.setattr(figures, "CARTESIAN", other)  # missing, then of another version
+        figures.plotly_bundle.cache_clear()
+        try:
+            assert figures.plotly_bundle() == (version, get_plotlyjs())
+        finally:
+            figures.plotly_bundle.cache_clear()

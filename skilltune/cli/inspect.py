@@ -91,7 +91,8 @@ def print_plan(plan: PromotePlan) -> None:
     )
     for number, hunk in enumerate(plan.hunks, start=1):
         out.print(
-            f"\nhunk {number}/{len(plan.hunks)} {hunk.file} at seed line {hunk.seed_line}: {hunk.status}"
+            f"\nhunk {number}/{len(plan.hunks)} {hunk.file} at seed line {hunk.seed_line}: "
+            + ("present (already applied)" if hunk.status == "present" else hunk.status)
         )
         body = [f"  -{line.rstrip(chr(10))}" for line in hunk.removed]
         body += [f"  +{line.rstrip(chr(10))}" for line in hunk.added]
@@ -127,14 +128,16 @@ def print_plan(plan: PromotePlan) -> None:
     clean = sum(1 for h in plan.hunks if h.status == "clean")
     if plan.patch:
         out.print("\npatch against the live skill:\n" + plan.patch.rstrip("\n"), markup=False)
-    if plan.applied:
+    if plan.up_to_date:
+        out.print(f"\nup to date: {plan.live} already holds every change of the run; nothing written")
+    elif plan.applied:
         out.print(
             f"\napplied {clean} hunk(s) to {plan.live} ({', '.join(plan.files)}); nothing was committed"
         )
     elif plan.files:
         out.print(f"\nnothing written: add --apply to write the {clean} clean hunk(s) into {plan.live}")
     else:
-        out.print("\nnothing to write: the live skill already holds every change that merges")
+        out.print("\nnothing written: the live skill already holds every hunk that does not conflict")
 
 
 @app.command(epilog="Example: skilltune promote runs/demo --to examples/mock-demo/skill")

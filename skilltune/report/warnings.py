@@ -1,23 +1,34 @@
 """The run's warnings: what a reader should know before trusting its verdicts, each derived
-from the run's files (the same checks train prints while it runs, and what only hindsight shows)."""
+from the run's files (the same checks train prints while it runs, and what only hindsight shows).
+The one source of warnings: the report, ``view``, ``status`` and the findings bank all show these."""
 
 from __future__ import annotations
 
+import os
+import statistics
 from collections import Counter
+from pathlib import Path
 
 from skilltune.report.model import RunSummary
-from skilltune.report.rollouts import RunRollouts
-from skilltune.stats.regime import SATURATED, TOO_HARD
+from skilltune.report.rollouts import RunRollouts, record_paths
+from skilltune.rundir import RunDir
+from skilltune.stats.regime import FLAKY_SD, SATURATED, TOO_HARD
 
 GAP = 0.10  # a val -> test drop of the best skill larger than this is worth a word
+JUDGE_FILE = "judge.json"  # the judge scorer's file in a judged rollout's record folder
+
+
+def ending_warnings(state: str, reason: str) -> list[str]:
+    """The warnings about how the run ended; ``run_warnings`` puts them first."""
+    if state in ("blocked", "crash"):
+        return [f"the run ended {state}: {reason}"]
+    if state == "interrupted":
+        return [f"the run is unfinished: {reason}"]
+    return []
 
 
 def run_warnings(summary: RunSummary, rollouts: RunRollouts) -> list[str]:
-    found: list[str] = []
-    if summary.state in ("blocked", "crash"):
-        found.append(f"the run ended {summary.state}: {summary.reason}")
-    if summary.state == "interrupted":
-        found.append(f"the run is unfinished: {summary.reason}")
+    found = ending_warnings(summary.state, summary.reason)
     seed = summary.seed_val
     if seed is not None and not TOO_HARD <= seed <= SATURATED:
         regime = f"saturated (above {SATURATED})" if seed > SATURATED else f"too hard (below {TOO_HARD})"
@@ -41,6 +52,13 @@ def run_warnings(summary: RunSummary, rollouts: RunRollouts) -> list[str]:
             f"saturated gate in {len(ceiling)} unit(s) ({', '.join(ceiling[:5])}): both skills scored 1.0 "
             "on val, so the gate could not see a difference"
         )
+    decided = [u for u in summary.units if u.val_incumbent is not None]
+    high = [u for u in decided if u.val_incumbent is not None and u.val_incumbent > SATURATED]
+    if high:
+        found.append(
+            f"saturated gate: {len(high)} of {len(decided)} decision(s) had an incumbent above {SATURATED} "
+            "on val (little room to show a gain)"
+        )
     capped = [u.name for u in summary.units if "at the cap" in u.reason]
     if capped:
         found.append(
@@ -54,15 +72,55 @@ def run_warnings(summary: RunSummary, rollouts: RunRollouts) -> list[str]:
         )
     if rollouts.total.usd_estimated:
         found.append("some costs are estimated from a price table (the agent did not report them)")
-    found += _held_out_warnings(summary)
+    found += _held_out_warnings(summary, rollouts)
+    judged = judged_tasks(RunDir(Path(summary.root)))
+    if judged:
+        found.append(
+            f"judge noise: {len(judged)} task(s) were scored by a model judge; their replicate spread mixes "
+            "the judge's noise with the agent's"
+        )
+    if summary.audit:
+        counts = Counter(f.check for f in summary.audit)
+        found.append(
+            "contamination/audit: "
+            + ", ".join(f"{check} x{n}" for check, n in sorted(counts.items()))
+            + " (audit.json; `skilltune audit RUNDIR` lists them)"
+        )
     return found
 
 
-def _held_out_warnings(summary: RunSummary) -> list[str]:
+def judged_tasks(run: RunDir) -> set[str]:
+    """Tasks with a rollout a model judge scored (its record folder, ``ID_rK``, holds judge.json)."""
+    root = str(run.root)
+    return {
+        folder.rsplit("/", 1)[-1].rsplit("_r", 1)[0]
+        for _, folder in record_paths(run)
+        if os.path.isfile(os.path.join(root, folder, JUDGE_FILE))  # noqa: PTH113, PTH118 (strings: see record_paths)
+    }
+
+
+def _flaky_test_tasks(rollouts: RunRollouts) -> tuple[list[str], int]:
+    """Held-out tasks whose replicates of one skill spread by FLAKY_SD or more, and the tasks tested."""
+    tested = {key[3] for key in rollouts.scores if key[:2] == ("final", "test")}
+    flaky = {
+        key[3]
+        for key, values in rollouts.scores.items()
+        if key[:2] == ("final", "test") and len(values) > 1 and statistics.stdev(values) >= FLAKY_SD
+    }
+    return sorted(flaky), len(tested)
+
+
+def _held_out_warnings(summary: RunSummary, rollouts: RunRollouts) -> list[str]:
     held = summary.held_out
     if held is None:
         return []
     found = []
+    flaky, tested = _flaky_test_tasks(rollouts)
+    if flaky:
+        found.append(
+            f"flaky test tasks: {len(flaky)} of {tested} test task(s) had replicates of one skill disagree "
+            f"(sd >= {FLAKY_SD}): {', '.join(flaky[:8])}" + (" ..." if len(flaky) > 8 else "")
+        )
     if held.contaminated:
         found.append("the held-out comparison holds infra errors or crashed rollouts")
     pair = summary.gain

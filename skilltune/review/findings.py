@@ -2,9 +2,9 @@
 findings file shared across runs (``--findings FILE``).
 
 An entry says how the run was made (method), what it measured (held-out and val deltas with
-their intervals), which kinds of edits were kept or rejected, and the warnings it hit
-(saturated gate, flaky tasks, judge noise, contamination). Every figure is read from the run
-directory. Each entry carries the run's id as a marker; an append looks for it under a lock on
+their intervals), which kinds of edits were kept or rejected, and the warnings it hit: the
+report's (``report.warnings``), so the bank and the report never disagree. Every figure is read
+from the run directory. Each entry carries the run's id as a marker; an append looks for it under a lock on
 the file, and findings.json lists where the entry went, so neither a resume nor a second end
 of the run appends it twice.
 """
@@ -14,16 +14,16 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import statistics
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+from skilltune.report import summarize
+from skilltune.report.warnings import ending_warnings
 from skilltune.review.lineage import History, unit_name
 from skilltune.rollout.runner import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
-    AuditFile,
     Comparison,
     FindingsRecord,
     FindingsTarget,
@@ -33,8 +33,6 @@ from skilltune.runfiles import (
     RunStart,
     UnitRecord,
 )
-from skilltune.stats.regime import FLAKY_SD, SATURATED
-from skilltune.suite import Suite
 from skilltune.textfmt import fmt, one_line, signed
 
 MARKER = "<!-- skilltune-run: {} -->"
@@ -53,17 +51,13 @@ def run_id(run: RunDir) -> str:
 
 
 def record_findings(
-    run_dir: str | Path,
-    shared: str | Path | None = None,
-    *,
-    suite: Suite | None = None,
-    ending: tuple[str, str] | None = None,
+    run_dir: str | Path, shared: str | Path | None = None, *, ending: tuple[str, str] | None = None
 ) -> list[Path]:
     """Append the run's entry to RUNDIR/findings.md and to ``shared``, each at most once ever.
 
     Returns the files appended to now (empty when every file already holds the entry).
-    ``suite``: the run's loaded suite (to count judge-scored tasks); ``ending``: (state, reason)
-    when TERMINAL is not written yet (the end of a training run), else TERMINAL's.
+    ``ending``: (state, reason) when TERMINAL is not written yet (the end of a training run),
+    else TERMINAL's.
     """
     run = RunDir(Path(run_dir))
     rid = run_id(run)
@@ -72,7 +66,7 @@ def record_findings(
         if run.findings_record.is_file()
         else FindingsRecord(run_id=rid)
     )
-    entry = render_entry(History.read(run), rid, suite, ending)
+    entry = render_entry(History.read(run), rid, ending)
     targets = [run.findings_md] + ([Path(shared)] if shared else [])
     appended = []
     for target in targets:
@@ -117,9 +111,7 @@ def _records(folder: Path) -> list[RolloutRecord]:
     return [RolloutRecord.read(p) for p in sorted(folder.glob("rollouts/*/*/*/record.json"))]
 
 
-def render_entry(
-    history: History, rid: str, suite: Suite | None = None, ending: tuple[str, str] | None = None
-) -> str:
+def render_entry(history: History, rid: str, ending: tuple[str, str] | None = None) -> str:
     """The run's entry: a markdown section headed by its tag and state, with the run's marker."""
     run, c = history.run, history.config
     state, reason = ending or run.terminal() or ("unfinished", "no TERMINAL")
@@ -141,7 +133,7 @@ def render_entry(
         *_edits(history),
         _cost(history, comparison),
         "- **Warnings**:",
-        *[f"  - {w}" for w in (_warnings(history, comparison, seed_val, suite) or ["none"])],
+        *[f"  - {w}" for w in (entry_warnings(run, ending) or ["none"])],
         "",
     ]
     return "\n".join(lines)
@@ -243,58 +235,12 @@ def _cost(history: History, comparison: Comparison | None) -> str:
     return f"- **Cost**: {rollouts} rollout(s), {tokens} token(s) in the units, {usd:.2f} USD"
 
 
-def _flaky(comparison: Comparison) -> list[str]:
-    flaky = set()
-    for arm in comparison.arms.values():
-        for task, scores in arm.per_task.items():
-            values = [s for s in scores if s is not None]
-            if len(values) > 1 and statistics.stdev(values) >= FLAKY_SD:
-                flaky.add(task)
-    return sorted(flaky)
-
-
-def _warnings(
-    history: History, comparison: Comparison | None, seed_val: float | None, suite: Suite | None
-) -> list[str]:
-    out = []
-    decided = [u for u in history.units if u.val_incumbent is not None]
-    saturated = [u for u in decided if u.val_incumbent is not None and u.val_incumbent > SATURATED]
-    if seed_val is not None and seed_val > SATURATED:
-        out.append(f"saturated gate: the seed's val is {seed_val:.3f} (above {SATURATED})")
-    if saturated:
-        out.append(
-            f"saturated gate: {len(saturated)} of {len(decided)} decision(s) had an incumbent above {SATURATED} "
-            "on val (little room to show a gain)"
-        )
-    if comparison is not None:
-        flaky = _flaky(comparison)
-        if flaky:
-            out.append(
-                f"flaky tasks: {len(flaky)} of {len(next(iter(comparison.arms.values())).per_task)} test task(s) had "
-                f"replicates of one skill disagree (sd >= {FLAKY_SD}): {', '.join(flaky[:8])}"
-                + (" ..." if len(flaky) > 8 else "")
-            )
-        if comparison.contaminated:
-            out.append("contamination: the held-out comparison holds infra errors or crashes")
-    judged = _judged(suite)
-    if judged:
-        out.append(
-            f"judge noise: {judged} task(s) are scored by a model judge; their replicate spread mixes the judge's "
-            "noise with the agent's"
-        )
-    if history.run.audit.is_file():
-        audit = AuditFile.read(history.run.audit)
-        if audit.findings:
-            counts = Counter(f.check for f in audit.findings)
-            out.append(
-                "contamination/audit: "
-                + ", ".join(f"{check} x{n}" for check, n in sorted(counts.items()))
-                + " (audit.json; `skilltune audit RUNDIR` lists them)"
-            )
-    return out
-
-
-def _judged(suite: Suite | None) -> int:
-    if suite is None:
-        return 0
-    return sum(1 for task in suite.all_tasks() if suite.scoring_mode(task) == "judge")
+def entry_warnings(run: RunDir, ending: tuple[str, str] | None = None) -> list[str]:
+    """The report's warnings for the run; with ``ending`` (the end of a training run, before
+    TERMINAL) those about how it ended are ``ending``'s, not the live or interrupted state read."""
+    summary = summarize(run.root, depth="rollouts")
+    if ending is None:
+        return summary.warnings
+    # run_warnings puts the warnings about the state first
+    read = len(ending_warnings(summary.state, summary.reason))
+    return ending_warnings(*ending) + summary.warnings[read:]

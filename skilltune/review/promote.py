@@ -6,7 +6,9 @@ evidence. The live skill may have moved on since the seed, so each hunk is merge
 by ``git merge-file`` with the seed as base: the live file is "ours", the seed with this hunk
 (and the clean hunks before it) applied is "theirs". A hunk that merges cleanly joins the
 patch; one the live skill already holds is ``present``; one that conflicts is named and left
-out, never forced. The held-out comparison is shown once: it measured the whole patch.
+out, never forced. Hunks the run made at one place (two units appending) conflict with a live
+file that holds them all, so a conflicting hunk is tried once more against the best version:
+merged from the best without it, it is ``present`` when that changes nothing. The held-out comparison is shown once: it measured the whole patch.
 Nothing is written unless ``apply``; then only the live skill's files change (nothing is
 staged or committed).
 """
@@ -82,6 +84,11 @@ class PromotePlan(BaseModel):
     def conflicts(self) -> list[HunkPlan]:
         return [h for h in self.hunks if h.status == "conflict"]
 
+    @property
+    def up_to_date(self) -> bool:
+        """The live skill already holds every change of the run."""
+        return all(h.status == "present" for h in self.hunks)
+
 
 @dataclass(frozen=True)
 class _Live:
@@ -143,7 +150,7 @@ def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> Prom
         plan.held_out = next((p for p in comparison.pairs if (p.a, p.b) == ("S0", "best")), None)
         plan.held_out_split, plan.held_out_metric = comparison.split, comparison.metric
         plan.held_out_scores = {name: arm.metric(comparison.metric) for name, arm in comparison.arms.items()}
-    if apply:
+    if apply and files:
         for path, text in files.items():
             if text is None:
                 Path(path).unlink(missing_ok=True)
@@ -203,8 +210,12 @@ def _merge_file(
         base = "".join(apply_hunks(seed_lines, taken))
         theirs = "".join(apply_hunks(seed_lines, [*taken, hunk]))
         merged, conflicts = merge_file(ours, base, theirs)
-        if conflicts:
-            status: HunkStatus = "conflict"
+        if conflicts and _holds(ours, seed_lines, file_hunks, hunk):
+            status: HunkStatus = "present"
+            conflict = None
+            taken.append(hunk)
+        elif conflicts:
+            status = "conflict"
             conflict = _conflict_region(merged)
         else:
             status = "present" if merged == ours else "clean"
@@ -223,6 +234,15 @@ def _merge_file(
             )
         )
     return ours, plans
+
+
+def _holds(ours: str, seed_lines: list[str], file_hunks: list[Hunk], hunk: Hunk) -> bool:
+    """Whether the live text already holds ``hunk`` where the best version has it: merging the best
+    into it, with the best less this hunk as base, is clean and changes nothing."""
+    others = [h for h in file_hunks if h is not hunk]
+    best = "".join(apply_hunks(seed_lines, file_hunks))
+    merged, conflicts = merge_file(ours, "".join(apply_hunks(seed_lines, others)), best)
+    return not conflicts and merged == ours
 
 
 def merge_file(ours: str, base: str, theirs: str) -> tuple[str, int]:

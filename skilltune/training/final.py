@@ -99,7 +99,7 @@ def review(ctx: RunContext, state: str, reason: str) -> None:
             else "audit: clean (audit.json)"
         )
     try:
-        appended = record_findings(where, ctx.config.findings, suite=ctx.suite, ending=(state, reason))
+        appended = record_findings(where, ctx.config.findings, ending=(state, reason))
     except Exception as exc:
         ctx.reporter.line(f"warning: the findings entry was not written ({type(exc).__name__}: {exc})")
     else:
