@@ -317,7 +317,7 @@ def test_a_second_process_is_refused_by_the_lock(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import fcntl,sys,time;f=open(sys.argv[1],'a+');fcntl.flock(f,fcntl.LOCK_EX);print('locked',flush=True);time.sleep(30)",
+            "import fcntl,sys,time;f=open(sys.argv[1],'a+');fcntl.flock(f,fcntl.LOCK_EX);print('locked',flush=True);time.sleep(600)",
             str(run.lock().path),
         ],
         stdout=subprocess.PIPE,
@@ -407,7 +407,7 @@ def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None
         assert "skilltune resume" in output
         assert (tmp_path / "runs" / "c" / "TERMINAL").read_text().startswith("stopped: interrupted")
         assert not list((tmp_path / "runs" / "c").rglob("record.json"))
-        _wait_for(lambda: not _pids(marker), 10, "the end of the agents after the second Ctrl-C")
+        _wait_for(lambda: not _pids(marker), 120, "the end of the agents after the second Ctrl-C")
     finally:
         if proc.poll() is None:
             proc.kill()
