@@ -1,13 +1,17 @@
-"""Small builders shared by tests: suites in tmp folders, skills, runners."""
+"""Small builders shared by tests: suites in tmp folders, skills, stopped runs, growing limits."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from skilltune.progress import PlainReporter
+    from skilltune.rundir import RunDir
 
 REPO = Path(__file__).resolve().parents[1]
 MOCK_SUITE = REPO / "examples" / "mock-demo" / "suite"
@@ -74,3 +78,46 @@ def growing_limit(
     pytest.fail(
         f"{what} did not happen before any of the limits tried ({', '.join(f'{x:g}' for x in limits)} s)"
     )
+
+
+# A strict gate decides every step on its own: short mock runs whose steps all end.
+FAST: dict[str, Any] = {"gate": "strict", "seed": 0}
+
+
+def quiet() -> PlainReporter:
+    from skilltune.progress import PlainReporter
+
+    return PlainReporter(quiet=True)
+
+
+def tree(root: Path) -> list[str]:
+    """Every path under ``root``, relative and sorted: what a refused command must leave unchanged."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def stopped_run(runs: Path, tag: str, max_steps: int, suite: Path = MOCK_SUITE, **settings: Any) -> RunDir:
+    """A mock run of ``max_steps`` steps stopped by a STOP file after step 1."""
+    from skilltune.progress import PlainReporter
+    from skilltune.rundir import RunDir
+    from skilltune.train import train
+
+    class StopAfterStep1(PlainReporter):
+        """Creates the run's STOP file when step 1 is reported: the run stops before step 2."""
+
+        def line(self, text: str) -> None:
+            if text.startswith("step 1 "):
+                (runs / tag / "STOP").write_text("")
+
+    run = RunDir(runs / tag)
+    result = train(
+        suite,
+        settings.pop("skill", MOCK_SKILL),
+        tag=tag,
+        runs_dir=str(runs),
+        max_steps=max_steps,
+        reporter=StopAfterStep1(quiet=True),
+        **{**FAST, **settings},
+    )
+    assert result.state == "stopped", result.reason
+    assert result.steps == 1
+    return run

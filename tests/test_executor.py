@@ -21,9 +21,7 @@ import pytest
 from skilltune.agents import AGENTS, AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend
 from skilltune.agents.process import _LIVE, ProcessOutcome, reap_orphans
-from skilltune.errors import InfraFailure
 from skilltune.evaluate import evaluate
-from skilltune.rollout import RetryPolicy
 from tests.helpers import growing_limit, write_suite
 
 STAND_IN = Path(__file__).parent / "stand_ins" / "agent.py"
@@ -222,40 +220,6 @@ def test_a_timeout_kills_the_group_and_is_scored_as_it_stands(
     assert record["attempts"] == 1
     assert len(_children(stand_in)) == 1
     _wait_until_gone(stand_in.marker)
-
-
-def test_cache_hits_skip_work(tmp_path: Path, stand_in: type[StandInAgent]) -> None:
-    suite = _suite(tmp_path, "ok")
-    cache = tmp_path / "cache"
-    first = evaluate(suite, None, agent="stand-in", out=tmp_path / "a", reps=2, cache=cache)
-    assert first.hard_acc == 1.0
-    assert len(stand_in.counter.read_text().split()) == 2
-    second = evaluate(suite, None, agent="stand-in", out=tmp_path / "b", reps=2, cache=cache)
-    assert len(stand_in.counter.read_text().split()) == 2  # nothing ran again
-    assert second.per_task == first.per_task
-    assert (first.n_cached, second.n_cached) == (0, 2)
-    records = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")]
-    assert all(r["cached_from"] for r in records)
-    assert all(
-        (p.parent / "diff.patch").is_file() for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")
-    )
-    evaluate(suite, None, agent="stand-in", out=tmp_path / "c", reps=2, cache=cache, fresh=True)
-    assert len(stand_in.counter.read_text().split()) == 4  # --fresh runs them again
-    evaluate(suite, None, agent="stand-in", out=tmp_path / "d", reps=3, cache=cache)
-    assert len(stand_in.counter.read_text().split()) == 5  # only the new replicate runs
-
-
-def test_infra_errors_and_crashes_are_never_cached(tmp_path: Path) -> None:
-    from tests.helpers import rule_task
-
-    suite = write_suite(
-        tmp_path / "s", [rule_task("t", ["x"])], [rule_task("v", ["x"], mock_infra_errors=99)]
-    )
-    cache = tmp_path / "cache"
-    no_wait = RetryPolicy(max_attempts=1, base_s=0, cap_s=0)
-    with pytest.raises(InfraFailure):  # every rollout ended infra_error: exit 3, the records kept
-        evaluate(suite, None, out=tmp_path / "a", cache=cache, retry=no_wait)
-    assert not list(cache.rglob("record.json"))
 
 
 def test_reap_orphans_kills_registered_groups() -> None:

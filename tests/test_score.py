@@ -754,3 +754,22 @@ def test_suite_copies_score_identically(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     stamps = [score_text(a, "c", ws, "x").contract, score_text(b, "c", ws, "x").contract]
     assert require_same_contract(stamps) == a.contract_hash == b.contract_hash
+
+
+def test_command_checkers_find_the_suite_when_it_was_given_as_a_relative_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SKILLTUNE_SUITE is absolute: the command runs in the workspace, not where skilltune started."""
+    from skilltune.evaluate import evaluate
+
+    task = {
+        "id": "t",
+        "prompt": "p",
+        "scoring": {"mode": "command", "command": 'test -f "$SKILLTUNE_SUITE/refs/check.sh"'},
+    }
+    root = write_suite(tmp_path / "suite", [dict(task, id="train-t")], [task])
+    (root / "refs").mkdir()
+    (root / "refs" / "check.sh").write_text("true\n")
+    monkeypatch.chdir(tmp_path)
+    summary = evaluate("suite", None, out=tmp_path / "out", workers=1)
+    assert summary.hard_acc == 1.0, summary.per_task
