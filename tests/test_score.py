@@ -767,7 +767,7 @@ def test_command_checkers_find_the_suite_when_it_was_given_as_a_relative_path(
         "prompt": "p",
         "scoring": {"mode": "command", "command": 'test -f "$SKILLTUNE_SUITE/refs/check.sh"'},
     }
-    root = write_suite(tmp_path / "suite", [dict(task, id="train-t")], [task])
+    root = write_suite(tmp_path / "suite", [dict(task, id="train-t")], val=[task])
     (root / "refs").mkdir()
     (root / "refs" / "check.sh").write_text("true\n")
     monkeypatch.chdir(tmp_path)
