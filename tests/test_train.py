@@ -182,7 +182,7 @@ def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) ->
         "--max-steps", "6", "--epoch-steps", "3", "--seed", "3", "--workers", str(KILL_WORKERS), "--quiet",
         "--agent-opt", f"sleep_s={KILL_SLEEP_S}",
     ]  # fmt: skip
-    deadline = time.monotonic() + 240  # every wait below is bounded by it (pytest's own limit is 300 s)
+    deadline = time.monotonic() + 600  # every wait below is bounded by it (pytest's own limit is 900 s)
     ref = subprocess.run(
         _cli(*args, "--tag", "ref", "--runs-dir", str(tmp_path / "a")),
         env=env,
@@ -190,7 +190,7 @@ def test_sigkill_at_random_moments_then_resume_ends_identical(tmp_path: Path) ->
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=180,
+        timeout=540,
     )
     assert ref.returncode == 0, ref.stderr
     reference = RunDir(tmp_path / "a" / "ref")
