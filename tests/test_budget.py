@@ -17,10 +17,7 @@ from skilltune.store import read_json
 from skilltune.suite import load_suite
 from skilltune.train import train
 from skilltune.train.budget import Budget, BudgetExhausted
-from tests.helpers import (
-    MOCK_SKILL,
-    MOCK_SUITE,
-)
+from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
 
 def _record_json(tmp_path: Path) -> str:

@@ -8,11 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from skilltune.cli import app
-from tests.helpers import (
-    MOCK_SKILL,
-    MOCK_SUITE,
-    tree,
-)
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, tree
 
 cli = CliRunner()
 

@@ -1,4 +1,4 @@
-"""One rollout end to end: layout, statuses, retries, isolation, leakage."""
+"""One rollout end to end: layout, statuses, retries, the diff, record reuse (workspaces: test_workspace.py)."""
 
 from __future__ import annotations
 

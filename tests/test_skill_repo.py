@@ -7,9 +7,7 @@ from pathlib import Path
 from skilltune.skill import load_skill
 from skilltune.skill_repo import SkillRepo
 from skilltune.workspace import git
-from tests.helpers import (
-    MOCK_SKILL,
-)
+from tests.helpers import MOCK_SKILL
 
 
 def test_skill_repo_ensure_restores_a_missing_best_tag(tmp_path: Path) -> None:

@@ -8,11 +8,7 @@ from pathlib import Path
 
 from skilltune.store import REDACTED, is_secret_key, read_json
 from skilltune.train import resume
-from tests.helpers import (
-    REPO,
-    quiet,
-    stopped_run,
-)
+from tests.helpers import REPO, quiet, stopped_run
 
 
 def test_secret_keys_match_whole_key_names_and_roles_do_not_block_resume(tmp_path: Path) -> None:

@@ -8,12 +8,7 @@ from skilltune.rundir import RunDir
 from skilltune.runfiles import SessionStart
 from skilltune.supervise import supervise
 from skilltune.train import train
-from tests.helpers import (
-    FAST,
-    MOCK_SKILL,
-    MOCK_SUITE,
-    quiet,
-)
+from tests.helpers import FAST, MOCK_SKILL, MOCK_SUITE, quiet
 
 
 def test_supervise_does_not_resume_a_run_when_the_first_command_is_bad_input(tmp_path: Path) -> None:
