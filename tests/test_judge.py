@@ -63,7 +63,7 @@ def judged_suite(root: Path, url: str, **judge: Any) -> Path:
             "base_url": f"{url}/v1",
             "samples": 3,
             "max_tokens": 300,
-            "timeout": 5,
+            "timeout": 120,  # generous: a loaded machine's fake server must not race it (not the point)
             "criteria_weights": WEIGHTS,
             **judge,
         },
