@@ -24,6 +24,9 @@ FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
+# Playwright's waits (launch, navigation, a condition): generous, as a loaded machine draws slowly;
+# Playwright's own default is 30 s.
+WAIT_MS = 180_000
 
 
 def require_chromium() -> str:
@@ -41,7 +44,7 @@ def chromium() -> Iterator[Browser]:
 
     executable = require_chromium()
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=FLAGS)
+        browser = pw.chromium.launch(executable_path=executable, args=FLAGS, timeout=WAIT_MS)
         try:
             yield browser
         finally:
@@ -65,14 +68,13 @@ class Watched:
 def open_page(browser: Browser, url: str, plots: int) -> Watched:
     """Open ``url`` and wait (bounded) until ``plots`` plotly plots are drawn."""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_default_timeout(WAIT_MS)  # every wait on this page, navigation included
     watched = Watched(page)
     page.on("console", lambda m: watched.console.append((m.type, m.text)))
     page.on("pageerror", lambda e: watched.errors.append(str(e)))
     page.on("request", lambda r: watched.requests.append(r.url))
     page.goto(url)
-    page.wait_for_function(
-        f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {plots}", timeout=60_000
-    )
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {plots}")
     return watched
 
 

@@ -42,3 +42,25 @@ def require_cli(executable: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished two-step mock run (strict gate: both steps decided) for tests that only read it;
+    a test that changes files works on a copy."""
+    from skilltune.progress import PlainReporter
+    from skilltune.training import train
+    from tests.helpers import FAST, MOCK_SKILL, MOCK_SUITE
+
+    runs = tmp_path_factory.mktemp("finished")
+    result = train(
+        MOCK_SUITE,
+        MOCK_SKILL,
+        tag="done",
+        runs_dir=str(runs),
+        max_steps=2,
+        reporter=PlainReporter(quiet=True),
+        **FAST,
+    )
+    assert result.state == "success", result.reason
+    return runs / "done"

@@ -6,6 +6,8 @@ import itertools
 import math
 import random
 from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,9 @@ from skilltune.errors import UsageError
 from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
 from skilltune.runfiles import RolloutRecord, RolloutStatus
 from skilltune.score.base import Score
+from skilltune.store import read_json
+from skilltune.training import train
+from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
 Scores = tuple[int, float, float]  # hard, soft, mixed
 
@@ -374,3 +379,15 @@ def test_pure_noise_strict_accepts_often_paired_z_rarely() -> None:
     assert pz_rate < strict_rate / 3, figures
     for rate, exact in ((strict_rate, exact_strict), (pz_rate, exact_pz)):
         assert abs(rate - exact) <= 3 * math.sqrt(exact * (1 - exact) / NOISE_DECISIONS), figures
+
+
+def test_gate_options_cannot_set_alpha_and_only_the_sequential_gate_records_one(tmp_path: Path) -> None:
+    from skilltune.progress import PlainReporter
+
+    quiet: dict[str, Any] = {"reporter": PlainReporter(quiet=True), "runs_dir": str(tmp_path), "seed": 1}
+    with pytest.raises(UsageError, match="run-wide alpha"):
+        train(MOCK_SUITE, MOCK_SKILL, tag="a", gate_options={"alpha": 0.2}, **quiet)
+    assert not (tmp_path / "a").exists()
+    train(MOCK_SUITE, MOCK_SKILL, tag="s", gate="strict", max_steps=2, **quiet)
+    verdicts = [read_json(p) for p in (tmp_path / "s" / "steps").glob("*/gate.json")]
+    assert verdicts and all(v["alpha"] is None for v in verdicts)

@@ -63,7 +63,7 @@ def judged_suite(root: Path, url: str, **judge: Any) -> Path:
             "base_url": f"{url}/v1",
             "samples": 3,
             "max_tokens": 300,
-            "timeout": 5,
+            "timeout": 120,  # generous: a loaded machine's fake server must not race it (not the point)
             "criteria_weights": WEIGHTS,
             **judge,
         },
@@ -252,10 +252,13 @@ def test_a_judge_that_never_answers_blocks_the_run(tmp_path: Path) -> None:
 
 
 def test_resume_after_an_outage_scores_kept_rollouts_without_running_their_agents(tmp_path: Path) -> None:
-    """The same outage, then the endpoint answers again: resume judges the kept rollouts from their records."""
+    """An outage (every call refused with a 503), then the endpoint answers again: resume judges the
+    kept rollouts from their records. The outage is a refusal, not a hang, so the judge's timeout can be
+    generous: the answers after the outage must not race a short limit on a loaded machine."""
     _, bad = skills(tmp_path)
-    with serve(tool_judge, failures=[Failure(hang_s=60) for _ in range(200)], failures_for="all") as server:
-        root = judged_suite(tmp_path / "s", server.url, samples=1, timeout=0.5, max_retries=1)
+    down = [Failure(status=503, message="unavailable", headers={"retry-after": "0"}) for _ in range(200)]
+    with serve(tool_judge, failures=down, failures_for="all") as server:
+        root = judged_suite(tmp_path / "s", server.url, samples=1, timeout=120, max_retries=1)
         blocked = train(
             root,
             bad,

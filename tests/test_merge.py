@@ -9,7 +9,8 @@ import pytest
 from skilltune.proposal import Edit
 from skilltune.propose.edit import check_edit
 from skilltune.propose.merge import EditBudget, MergeResult, Schedule, edit_key, merge_edits
-from skilltune.skill import Candidate
+from skilltune.skill import Candidate, load_skill
+from tests.helpers import MOCK_SKILL
 
 TEXT = """\
 ---
@@ -309,3 +310,17 @@ def test_budget_falls_to_one_at_the_end() -> None:
 def test_single_step_budget_is_start(schedule: Schedule, steps: int) -> None:
     budget = EditBudget(schedule, start=4, end=2, steps=steps)
     assert [budget.at(s) for s in (0, 1, 2, 5)] == [4, 4, 4, 4]
+
+
+def test_merge_counts_only_shown_trajectory_ids_as_support() -> None:
+    """With known ids, an edit citing invented trajectories loses to one backed by two real ones."""
+    incumbent = load_skill(MOCK_SKILL)
+    invented = Edit(op="append", text="- Invented rule.", support=["x#r1", "y#r2", "z#r3"], rank=0)
+    real = Edit(op="append", text="- Real rule.", support=["train-a#r0", "train-b#r0", "ghost#r9"], rank=1)
+    known = {"train-a#r0", "train-b#r0", "train-c#r0"}
+    unchecked = merge_edits([invented, real], incumbent, budget=1)
+    assert [m.edit.text for m in unchecked.kept] == ["- Invented rule."]
+    merged = merge_edits([invented, real], incumbent, budget=1, known=known)
+    assert [m.edit.text for m in merged.kept] == ["- Real rule."]
+    assert merged.kept[0].support == ["train-a#r0", "train-b#r0"]
+    assert [d["reason"] for d in merged.dropped] == ["over the step's edit budget (1)"]

@@ -115,3 +115,82 @@ def test_module_is_small_and_says_what_it_is(path: Path) -> None:
     if path.parent.name != "agents" or path.name in ("__init__.py", "base.py", "cli.py", "process.py"):
         lines = len(text.splitlines())
         assert lines <= MAX_LINES, f"{path} has {lines} lines (at most {MAX_LINES}): it holds two things"
+
+
+# Modules tested in a file not named after them, with the file that tests them and why. A module
+# with code that is neither covered by name nor listed here fails the test below: a new module
+# without tests is noticed.
+TESTED_ELSEWHERE: dict[str, tuple[str, str]] = {
+    "skilltune": ("test_startup.py", "the lazy public API: what `import skilltune` loads and when"),
+    "skilltune.agents": ("test_agent_plumbing.py", "the backend registry, through the backends it finds"),
+    "skilltune.agents.base": ("test_agent_plumbing.py", "the plumbing every CLI backend shares"),
+    "skilltune.agents.home": ("test_agent_plumbing.py", "the private HOME each CLI rollout gets"),
+    "skilltune.process": (
+        "test_agent_plumbing.py",
+        "the agent process: wall limit, stall, group kill",
+    ),
+    "skilltune.agents.transcript": (
+        "test_agent_plumbing.py",
+        "transcripts read from the CLIs' event streams",
+    ),
+    "skilltune.agents.chat": ("test_direct_targets.py", "the direct chat targets against the fake server"),
+    "skilltune.agents.openai": ("test_direct_targets.py", "the openai direct target"),
+    "skilltune.agents.anthropic": ("test_direct_targets.py", "the anthropic direct target"),
+    "skilltune.modelcalls.prices": ("test_modelcalls.py", "the price table the model calls' costs come from"),
+    "skilltune.stats.alpha": ("test_sequential.py", "the sequential gate's alpha spending"),
+    "skilltune.stats.signflip": ("test_sequential.py", "the sequential gate's sign-flip test"),
+    "skilltune.rollout.conversation": ("test_rollout.py", "conversation.json, written by every rollout"),
+    "skilltune.rollout.scoring": (
+        "test_judge.py",
+        "scoring a kept record again (resume after a judge outage)",
+    ),
+    "skilltune.errors": ("test_cli_app.py", "the exit codes the CLI gives each kind of error"),
+    "skilltune.execute": ("test_executor.py", "executors, by their role"),
+    "skilltune.execute.base": ("test_executor.py", "the executor protocol"),
+    "skilltune.execute.local": ("test_executor.py", "the local executor: interrupts, draining, liveness"),
+    "skilltune.review.leakage": ("test_audit.py", "the leakage check the audit runs"),
+    "skilltune.meta_eval": ("test_calibrate.py", "the meta-evaluation calibrate runs"),
+    "skilltune.progress": ("test_train.py", "the reporters whose lines the training tests read"),
+}
+
+
+def _holds_code(path: Path) -> bool:
+    """A module defining a function or a class (not one that only re-exports or sets constants)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body)
+
+
+def _test_names(module: str) -> set[str]:
+    """The test files named after ``module``: test_<name>, test_<package>_<name>, and for a module of a
+    sub-package, the package's own test file (test_<package>; test_<package>_<topic> files count too)."""
+    parts = module.split(".")[1:] or ["skilltune"]
+    names = {f"test_{parts[-1]}.py", f"test_{'_'.join(parts)}.py"}
+    if len(parts) > 1:
+        names.add(f"test_{parts[0]}.py")
+    return names
+
+
+def test_every_module_with_code_has_tests_named_after_it_or_says_where_they_are() -> None:
+    tests = {p.name for p in (REPO / "tests").glob("test_*.py")}
+    tests |= {p.name for p in (REPO / "tests" / "integration").glob("test_*.py")}
+    with_code = {m for m in _modules() if _holds_code(_path(m))}
+    missing = []
+    for module in sorted(with_code):
+        first = module.split(".")[1] if "." in module else None  # the package, or the module itself
+        named = _test_names(module) & tests or (first and any(t.startswith(f"test_{first}_") for t in tests))
+        if not named and module not in TESTED_ELSEWHERE:
+            missing.append(module)
+    assert missing == [], (
+        f"modules without a tests/test_<name>.py: {missing}; add one, or name the file that tests them "
+        "in TESTED_ELSEWHERE with the reason"
+    )
+    stale = sorted(set(TESTED_ELSEWHERE) - with_code)
+    assert stale == [], f"TESTED_ELSEWHERE names modules that are gone or hold no code: {stale}"
+    absent = {m: f for m, (f, _) in TESTED_ELSEWHERE.items() if f not in tests}
+    assert absent == {}, f"TESTED_ELSEWHERE names test files that do not exist: {absent}"
+
+
+def _path(module: str) -> Path:
+    rel = Path(*module.split(".")[1:])
+    package = PACKAGE / rel / "__init__.py"
+    return package if package.is_file() else PACKAGE / rel.with_suffix(".py")

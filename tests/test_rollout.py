@@ -1,24 +1,22 @@
-"""One rollout end to end: layout, statuses, retries, isolation, leakage."""
+"""One rollout end to end: layout, statuses, retries, the diff, record reuse (workspaces: test_workspace.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import ClassVar
-
-import pytest
 
 from skilltune.agents import AGENTS, AgentBackend, AgentRequest, AgentResult, get_backend
 from skilltune.agents.mock import MockOptions
 from skilltune.measure.evaluate import evaluate
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
-from skilltune.rollout.workspace import audit_workspace, workspaces_root
 from skilltune.skill import load_skill
+from skilltune.store import write_json
 from skilltune.suite import load_suite
-from tests.helpers import MOCK_SKILL, MOCK_SUITE, PYENV_SUITE, rule_task, write_skill, write_suite
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, rule_task, write_skill, write_suite
 
 NO_WAIT = RetryPolicy(max_attempts=3, base_s=0.0, cap_s=0.0)
+NO_RETRY = RetryPolicy(max_attempts=1, base_s=0, cap_s=0)
 
 
 def _runner(suite_path: Path, out: Path, **kw: object) -> RolloutRunner:
@@ -110,20 +108,6 @@ def test_infra_errors_are_retried_and_never_task_failures(tmp_path: Path) -> Non
     ).exists()
 
 
-def test_summary_excludes_infra_errors_and_flags_contamination(tmp_path: Path) -> None:
-    tasks = [
-        rule_task("good", ["state-a-default"]),
-        rule_task("down", ["state-a-default"], mock_infra_errors=99),
-    ]
-    suite = load_suite(write_suite(tmp_path / "suite", [rule_task("t", ["x"])], tasks))
-    skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
-    summary = evaluate(suite, skill, out=tmp_path / "out", split="val", reps=2, workers=2, retry=NO_WAIT)
-    assert summary.statuses == {"infra_error": 2, "ok": 2}
-    assert summary.contaminated
-    assert summary.hard_acc == 1.0  # the infra errors are not counted as failures
-    assert summary.per_task["down"].n_scored == 0
-
-
 def test_scoring_error_does_not_crash_the_batch(tmp_path: Path) -> None:
     tasks = [
         {"id": "slow", "prompt": "p", "scoring": {"mode": "command", "command": "sleep 20", "timeout": 0.3}},
@@ -165,85 +149,40 @@ def test_harness_exceptions_become_crashed_after_two_tries(tmp_path: Path) -> No
         AGENTS.unregister("exploding")
 
 
-def test_workspaces_are_isolated_single_commit_and_cleaned(tmp_path: Path) -> None:
+def test_records_are_reused_only_for_the_same_job(tmp_path: Path) -> None:
+    """RolloutRunner.reusable: same runner and job -> the record; other options, seed or infra_error -> None."""
     suite = load_suite(MOCK_SUITE)
     skill = load_skill(MOCK_SKILL)
-    seen: list[Path] = []
-    findings: list[str] = []
 
-    def audit(job: RolloutJob, ws: Path) -> None:
-        seen.append(ws)
-        assert not ws.resolve().is_relative_to(MOCK_SUITE.resolve())
-        assert not ws.resolve().is_relative_to((tmp_path / "out").resolve())
-        log = subprocess.run(
-            ["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
-        )
-        assert log.stdout.strip() == "1"
-        findings.extend(audit_workspace(ws, suite, job.task))
+    def runner(options: MockOptions) -> RolloutRunner:
+        return RolloutRunner(suite=suite, backend=get_backend("mock"), options=options, out=tmp_path)
 
+    job = RolloutJob(suite.tasks("val")[0], "gate", skill, 3, 7)
+    record = runner(MockOptions()).run(job)
+    assert runner(MockOptions()).reusable(job) == record
+    assert runner(MockOptions(placement="system")).reusable(job) is None
+    other_seed = RolloutJob(job.task, job.phase, skill, job.replicate, 8)
+    assert rollout_dir(tmp_path, other_seed) == rollout_dir(tmp_path, job)
+    assert runner(MockOptions()).reusable(other_seed) is None
+    broken = record.model_copy(update={"status": "infra_error", "score": None})
+    write_json(rollout_dir(tmp_path, job) / "record.json", broken)
+    assert runner(MockOptions()).reusable(job) is None
+
+
+def test_a_scoring_errors_reason_stays_out_of_the_conversation(tmp_path: Path) -> None:
+    """A timed-out scoring command quoting an answer is in record.json's reason, not in conversation.json."""
+    secret = "ANSWER-XYZZY-42"
+    scoring = {"mode": "command", "command": f'sleep 5; grep -q {secret} "$TASK_OUTPUT"', "timeout": 0.3}
+    task = rule_task("t", ["state-a-default"], scoring=scoring)
+    suite = load_suite(write_suite(tmp_path / "suite", [task], [rule_task("v", ["state-a-default"])]))
+    skill = load_skill(write_skill(tmp_path / "skill", "State a default."))
     runner = RolloutRunner(
-        suite=suite,
-        backend=get_backend("mock"),
-        options=MockOptions(),
-        out=tmp_path / "out",
-        on_baseline=audit,
+        suite=suite, backend=get_backend("mock"), options=MockOptions(), out=tmp_path / "out", retry=NO_RETRY
     )
-    for task in suite.all_tasks():
-        runner.run(RolloutJob(task, "eval", skill, 0, 0))
-    assert len(seen) == len(suite.all_tasks())
-    assert findings == []
-    assert not any(ws.exists() for ws in seen)
-
-
-def test_audit_finds_planted_reference_data(tmp_path: Path) -> None:
-    refs = tmp_path / "suite" / "refs"
-    refs.mkdir(parents=True)
-    (refs / "gold.md").write_text("the gold answer text\n")
-    task = {"id": "t", "prompt": "p", "scoring": {"mode": "exact", "expected": "forty-two exactly"}}
-    suite = load_suite(write_suite(tmp_path / "suite", [task], [rule_task("v", ["x"])]))
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    assert audit_workspace(ws, suite, suite.task("t")) == []
-    (ws / "copy.md").write_text("the gold answer text\n")
-    (ws / "notes.txt").write_text(f"see {suite.root.resolve()}/val.jsonl and forty-two exactly\n")
-    (ws / "task.json").write_text("{}")
-    found = "\n".join(audit_workspace(ws, suite, suite.task("t")))
-    assert "copy.md: a copy of a scoring-contract file" in found
-    assert "forty-two exactly" in found
-    assert str(suite.root.resolve())[:30] in found
-    assert "task.json" in found
-
-
-def test_python_env_history_is_replaced_by_one_commit(tmp_path: Path) -> None:
-    suite = load_suite(PYENV_SUITE)
-    counts: list[str] = []
-
-    def count(job: RolloutJob, ws: Path) -> None:
-        out = subprocess.run(
-            ["git", "rev-list", "--count", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
-        )
-        counts.append(out.stdout.strip())
-
-    runner = RolloutRunner(
-        suite=suite,
-        backend=get_backend("mock"),
-        options=MockOptions(),
-        out=tmp_path / "out",
-        on_baseline=count,
-    )
-    record = runner.run(
-        RolloutJob(suite.task("train-slugify"), "eval", load_skill(PYENV_SUITE / "skill"), 0, 0)
-    )
-    assert counts == ["1"]
-    assert record.status == "ok" and record.score is not None
-
-
-def test_workspace_root_inside_the_suite_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skilltune.errors import UsageError
-
-    suite_dir = write_suite(tmp_path / "suite", [rule_task("t", ["x"])], [rule_task("v", ["x"])])
-    monkeypatch.setenv("SKILLTUNE_WORKSPACES", str(suite_dir / "ws"))
-    assert workspaces_root() == suite_dir / "ws"
-    runner = _runner(suite_dir, tmp_path / "out")
-    with pytest.raises(UsageError, match="SKILLTUNE_WORKSPACES"):
-        runner.run(RolloutJob(runner.suite.task("t"), "train", None, 0, 0))
+    job = RolloutJob(suite.task("t"), "train", skill, 0, 0)
+    record = runner.run(job)
+    assert record.status == "scoring_error"
+    assert record.reason is not None and secret in record.reason
+    folder = rollout_dir(tmp_path / "out", job)
+    assert secret in (folder / "record.json").read_text()
+    assert secret not in (folder / "conversation.json").read_text()

@@ -97,7 +97,7 @@ def pgrep(pattern: str) -> list[str]:
     return out.stdout.split()
 
 
-def wait_gone(pattern: str, within: float = 5.0) -> list[str]:
+def wait_gone(pattern: str, within: float = 60.0) -> list[str]:
     """Pids still matching ``pattern`` after waiting up to ``within`` seconds (SIGKILL is async)."""
     deadline = time.monotonic() + within
     left = pgrep(pattern)
@@ -287,8 +287,10 @@ def test_command_can_run_a_checker_kept_under_refs(tmp_path: Path) -> None:
 
 
 def test_command_timeout_raises_quickly_and_kills_the_group(tmp_path: Path) -> None:
+    """The 0.5 s limit is the point; the proof that it was not waited out is a margin no loaded machine
+    eats: the foreground command sleeps 200 s, the call must be back in 60."""
     background = unique_seconds(300)
-    foreground = unique_seconds(30)
+    foreground = unique_seconds(200)
     command = f"sleep {background} & sleep {foreground}"
     suite = make_suite(tmp_path, [task("slow", mode="command", command=command, timeout=0.5)])
     t = suite.task("slow")
@@ -296,7 +298,7 @@ def test_command_timeout_raises_quickly_and_kills_the_group(tmp_path: Path) -> N
     try:
         with pytest.raises(ScoringError, match="timed out"):
             suite.scorer(t).score(t, workspace(tmp_path), AgentResult(status="ok", final_text=""))
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 60
         assert wait_gone(f"sleep {background}") == []
         assert wait_gone(f"sleep {foreground}") == []
     finally:
@@ -307,7 +309,7 @@ def test_command_timeout_raises_quickly_and_kills_the_group(tmp_path: Path) -> N
 def test_command_that_exits_leaving_a_background_child_still_passes(tmp_path: Path) -> None:
     background = unique_seconds(300)
     suite = make_suite(
-        tmp_path, [task("bg", mode="command", command=f"sleep {background} & exit 0", timeout=2)]
+        tmp_path, [task("bg", mode="command", command=f"sleep {background} & exit 0", timeout=120)]
     )
     try:
         score = score_text(suite, "bg", workspace(tmp_path), "")
@@ -752,3 +754,22 @@ def test_suite_copies_score_identically(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     stamps = [score_text(a, "c", ws, "x").contract, score_text(b, "c", ws, "x").contract]
     assert require_same_contract(stamps) == a.contract_hash == b.contract_hash
+
+
+def test_command_checkers_find_the_suite_when_it_was_given_as_a_relative_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SKILLTUNE_SUITE is absolute: the command runs in the workspace, not where skilltune started."""
+    from skilltune.measure.evaluate import evaluate
+
+    task = {
+        "id": "t",
+        "prompt": "p",
+        "scoring": {"mode": "command", "command": 'test -f "$SKILLTUNE_SUITE/refs/check.sh"'},
+    }
+    root = write_suite(tmp_path / "suite", [dict(task, id="train-t")], val=[task])
+    (root / "refs").mkdir()
+    (root / "refs" / "check.sh").write_text("true\n")
+    monkeypatch.chdir(tmp_path)
+    summary = evaluate("suite", None, out=tmp_path / "out", workers=1)
+    assert summary.hard_acc == 1.0, summary.per_task

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.skill import Candidate, LintIssue, lint_candidate, load_skill
+from tests.helpers import MOCK_SKILL
 
 REPO = Path(__file__).parents[1]
 EXAMPLE_SKILL = REPO / "examples" / "mock-demo" / "skill"
@@ -402,3 +403,19 @@ def test_cli_lint_bad_front_matter(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output  # a lint finding (other commands refuse it: exit 2)
     assert "Traceback" not in result.output
     assert "Bad_Name" in result.output
+
+
+def test_candidate_load_ignores_temp_files_and_save_replaces_the_folder(tmp_path: Path) -> None:
+    """Candidate.load skips dot-files (an interrupted write's temp file); Candidate.save leaves no old file."""
+    seed = load_skill(MOCK_SKILL)
+    folder = tmp_path / "candidate"
+    seed.save(folder)
+    (folder / ".SKILL.md.abc.tmp").write_text("half a write")
+    loaded = Candidate.load(folder, seed)
+    assert loaded.hash == seed.hash and set(loaded.files) == {"SKILL.md"}
+    bigger = seed.replace_file("notes.md", "extra\n")
+    bigger.save(folder)
+    assert Candidate.load(folder, seed).hash == bigger.hash
+    seed.save(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md"]
+    assert Candidate.load(folder, seed).hash == seed.hash

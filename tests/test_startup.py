@@ -85,7 +85,7 @@ def test_quick_commands_load_no_heavy_library(args: list[str], tmp_path: Path) -
 
 def test_the_api_loads_on_first_use_and_its_functions_keep_their_names() -> None:
     """``import skilltune`` loads no heavy library; every public name resolves to the object its
-    module defines; ``skilltune.compare`` (evaluate, smoke, train) stays the function once the module
+    module defines; ``skilltune.measure.compare`` (evaluate, smoke, train) stays the function once the module
     that defines it (and every module of the loop) is loaded."""
     code = """
 import json, sys
@@ -100,8 +100,8 @@ exec("from skilltune import *", namespace)
 print(json.dumps({
     "light": light,
     "same": same,
-    "functions": [callable(skilltune.compare), callable(skilltune.evaluate),
-                  callable(skilltune.smoke), callable(skilltune.train)],
+    "functions": [callable(skilltune.measure.compare), callable(skilltune.measure.evaluate),
+                  callable(skilltune.measure.smoke), callable(skilltune.training)],
     "star": sorted(k for k in namespace if k != "__builtins__"),
     "all": sorted(skilltune.__all__),
     "dir_has_all": set(skilltune.__all__) <= set(dir(skilltune)),

@@ -66,7 +66,7 @@ def run(command: str, cwd: Path) -> tuple[int, str]:
         return proc.returncode, proc.stdout + proc.stderr
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     proc = subprocess.run(
-        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     return proc.returncode, proc.stdout + proc.stderr
 

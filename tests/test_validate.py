@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.suite import Problem, load_suite, validate_suite
+from tests.helpers import write_suite
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_SUITES = [REPO / "examples" / "mock-demo" / "suite", REPO / "examples" / "null-demo" / "suite"]
@@ -793,3 +794,42 @@ def test_unknown_scoring_field_is_a_warning_not_a_refusal(
     loaded = load_suite(suite)
     task = loaded.tasks("val")[1]
     assert loaded.scorer(task).fields(task) is not None  # the unknown field is dropped, not refused
+
+
+def test_python_env_ids_that_collide_as_file_names_are_invalid(tmp_path: Path) -> None:
+    """A Python env whose task ids "val a" and "val_a" share a safe id fails validation ("file names")."""
+    env = tmp_path / "env.py"
+    env.write_text(
+        "def tasks(split):\n"
+        "    ids = {'train': ['t1'], 'val': ['val a', 'val_a'], 'test': []}[split]\n"
+        "    return [{'id': i, 'prompt': 'Do it.'} for i in ids]\n"
+        "\n"
+        "def prepare(task, workspace):\n"
+        "    pass\n"
+        "\n"
+        "def score(task, workspace, agent_result):\n"
+        "    return {'hard': 1, 'soft': 1.0}\n"
+    )
+    problems = [str(p) for p in validate_suite(env)]
+    assert any("file names" in p and "val_a" in p for p in problems), problems
+    with pytest.raises(UsageError, match="file names"):
+        load_suite(env)
+
+
+def test_validate_reports_every_config_problem_and_checks_tasks_against_the_chosen_mode(
+    tmp_path: Path,
+) -> None:
+    task = {"id": "t", "prompt": "p", "scoring": {"expected": "x"}}  # exact mode's field, mode from config
+    exact = write_suite(
+        tmp_path / "a", [dict(task, id="tr")], [task], config={"default_mode": "exact", "mixed_weight": 2}
+    )
+    messages = [p.message for p in validate_suite(exact)]
+    assert len(messages) == 1 and "mixed_weight" in messages[0], messages
+    broken = write_suite(
+        tmp_path / "b", [dict(task, id="tr")], [task], config={"default_mode": "nope", "mixed_weight": 2}
+    )
+    messages = [p.message for p in validate_suite(broken)]
+    assert any("default_mode 'nope'" in m for m in messages) and any("mixed_weight" in m for m in messages)
+    assert not any("needs" in m or "required" in m for m in messages), (
+        messages
+    )  # no task checked as checklist

@@ -7,11 +7,8 @@ CLI write ``hello.txt`` with its own file-writing tool, then finish with a text.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from skilltune.agents import get_backend
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
@@ -19,7 +16,7 @@ from skilltune.runfiles import RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import load_suite
 from tests.fakeserver import INPUT_TOKENS, OUTPUT_TOKENS, FakeModelServer
-from tests.helpers import write_suite
+from tests.helpers import growing_limit, write_suite
 
 TOKEN = "HELLO-SKILLTUNE-42"
 FILE = "hello.txt"
@@ -67,27 +64,8 @@ def rollout(
 Rollout = tuple[RolloutRecord, Path]  # a record and its folder
 
 
-def growing_wall_limit(
-    attempt: Callable[[float], Rollout],
-    reached: Callable[[Rollout], bool],
-    limits: Sequence[float],
-    what: str,
-) -> Rollout:
-    """``attempt(wall_limit_s)`` with each limit in turn, until ``reached`` says the CLI got where the test
-    needs it before the limit struck (started up, reached the server, ran its tool); that result.
-
-    A test of what happens *at* a wall limit must not pass without having got there: on a slow or loaded
-    machine a CLI may still be starting when a short limit strikes (a different outcome, for a different
-    reason). The first limit keeps the test quick on an idle machine; a longer one follows only when
-    needed. Never reached: the test fails, saying so.
-    """
-    for limit in limits:
-        result = attempt(limit)
-        if reached(result):
-            return result
-    pytest.fail(
-        f"{what} did not happen before any of the wall limits tried ({', '.join(f'{x:g}' for x in limits)} s)"
-    )
+# a test of what happens at a wall limit: the limits grow until the CLI got there (tests/helpers.py)
+growing_wall_limit = growing_limit
 
 
 def check_success(record: RolloutRecord, folder: Path, server: FakeModelServer, cost_reported: bool) -> None:

@@ -38,7 +38,7 @@ from tests.integration import common
 
 MODEL = "claude-sonnet-4-6"  # a model claude sends an effort for (sonnet 4.5 and haiku 4.5 get none)
 SKILL_BODY = "Write exactly what the task asks."
-FAST = {"api_retries": 0, "wall_limit_s": 60}
+FAST = {"api_retries": 0, "wall_limit_s": 120}
 
 
 def workdir(request: ModelRequest) -> str:
@@ -407,7 +407,7 @@ def test_complete_is_a_plain_model_and_takes_a_prompt_too_long_for_argv(
     ) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
-        result = ClaudeAgent().complete(prompt, MODEL, wall_limit_s=60)
+        result = ClaudeAgent().complete(prompt, MODEL, wall_limit_s=120)
     assert result.status == "ok", result.reason
     assert result.final_text == "the answer" and result.model == MODEL and result.turns == 1
     assert (result.tokens_in, result.tokens_out) == (

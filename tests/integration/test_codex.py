@@ -85,7 +85,7 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def options(**extra: Any) -> dict[str, Any]:
-    return {"model": MODEL, "retries": 0, "wall_limit_s": 60, **extra}
+    return {"model": MODEL, "retries": 0, "wall_limit_s": 120, **extra}
 
 
 def developer_text(request: ModelRequest) -> str:
@@ -357,7 +357,7 @@ def test_config_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_proposer_mode_is_read_only_without_shell(endpoint: Any) -> None:
     require_cli("codex")
     server = endpoint(final_text('{"edits": []}'))
-    result = CodexAgent().complete("Answer with JSON.", MODEL, wall_limit_s=60)
+    result = CodexAgent().complete("Answer with JSON.", MODEL, wall_limit_s=120)
     assert result.status == "ok", (result.reason, result.log_tail)
     assert result.final_text == '{"edits": []}' and result.tokens_in == INPUT_TOKENS
     request = next(r for r in server.requests if r.tools)
@@ -374,7 +374,7 @@ def test_prompt_and_system_prompt_too_long_for_argv(tmp_path: Path, endpoint: An
     prompt = "LONG-PROMPT-START " + "word " * 40_000 + "LONG-PROMPT-END"  # over 128 KiB: no argv string
     system = "LONG-SYSTEM-START " + "rule " * 40_000 + "LONG-SYSTEM-END"
     opts = CodexOptions(
-        model=MODEL, placement="system", sandbox="read-only", shell=False, retries=0, wall_limit_s=60
+        model=MODEL, placement="system", sandbox="read-only", shell=False, retries=0, wall_limit_s=120
     )
     request = _request(tmp_path, opts, prompt=prompt, system=system)
     backend = CodexAgent()

@@ -98,7 +98,7 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def options(**extra: Any) -> dict[str, Any]:
-    return {"wall_limit_s": 60, **extra}
+    return {"wall_limit_s": 120, **extra}
 
 
 def model_calls(server: FakeModelServer) -> list[ModelRequest]:
@@ -352,7 +352,7 @@ def test_options_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_proposer_mode_offers_no_tools(endpoint: Any) -> None:
     require_cli("copilot")
     server = endpoint(create_scenario)
-    result = CopilotAgent().complete("Answer with JSON.", MODEL, wall_limit_s=60)
+    result = CopilotAgent().complete("Answer with JSON.", MODEL, wall_limit_s=120)
     assert result.status == "ok", (result.reason, result.log_tail)
     assert result.final_text == "skilltune test"  # the fake server's answer to a request without tools
     assert server.requests and all(not r.tools for r in server.requests)

@@ -28,7 +28,7 @@ from skilltune.suite import Task
 from tests.integration import common
 
 STAND_IN = Path(__file__).resolve().parent / "stand_ins" / "cursor_agent.py"
-FAST = {"wall_limit_s": 30, "model": "gpt-5"}
+FAST = {"wall_limit_s": 120, "model": "gpt-5"}
 
 StandIn = Callable[..., Path]
 
@@ -184,7 +184,7 @@ def test_prepend_placement_keeps_front_matter_after_the_separator(tmp_path: Path
 
 def test_complete_asks_in_ask_mode(tmp_path: Path, stand_in: StandIn) -> None:
     log = stand_in("answer", answer="the proposer's answer")
-    result = CursorAgent().complete("Which edits?", "gpt-5", wall_limit_s=30)
+    result = CursorAgent().complete("Which edits?", "gpt-5", wall_limit_s=120)
     assert result.status == "ok" and result.final_text == "the proposer's answer"
     argv = seen_by(log)["argv"]
     assert argv[argv.index("--mode") + 1] == "ask" and argv[-1] == "Which edits?"

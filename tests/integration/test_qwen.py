@@ -108,7 +108,7 @@ def endpoint(shared_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def options(**extra: Any) -> dict[str, Any]:
-    return {"wall_limit_s": 60, **extra}
+    return {"wall_limit_s": 120, **extra}
 
 
 def system_text(request: ModelRequest) -> str:
@@ -201,7 +201,7 @@ def test_http_errors_before_the_first_turn_are_infra_errors(
     def backing_off(_: common.Rollout) -> bool:  # qwen had its first error before the limit
         return bool(ends[-1].calls())
 
-    limits = (5, 15, 45) if retried else (60,)
+    limits = (5, 15, 45) if retried else (120,)
     record, folder = common.growing_wall_limit(attempt, backing_off, limits, "qwen's first model request")
     end = ends[-1]
     assert record.status == "infra_error", (record.status, record.reason)
@@ -394,7 +394,7 @@ def test_options_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_proposer_mode_offers_no_tools(endpoint: Any) -> None:
     require_cli("qwen")
     end = endpoint()
-    result = QwenAgent().complete("Answer with JSON.", MODEL, wall_limit_s=60)
+    result = QwenAgent().complete("Answer with JSON.", MODEL, wall_limit_s=120)
     assert result.status == "ok", (result.reason, result.log_tail)
     assert result.final_text == "skilltune test"  # the fake server's answer to a request without tools
     assert end.requests() and all(not r.tools for r in end.requests())

@@ -1,0 +1,56 @@
+"""The CLI's error handling (skilltune/cli/app.py): bad input exits 2 with a message, no traceback, no files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from skilltune.cli import app
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, tree
+
+cli = CliRunner()
+
+
+def test_cli_bad_input_exits_2_without_traceback_or_files(tmp_path: Path) -> None:
+    """Bad --config, --runs-dir and single-file native skills exit 2 with a message and write nothing."""
+    suite = tmp_path / "suite"
+    shutil.copytree(MOCK_SUITE, suite)
+    runs = tmp_path / "runs"
+    base = ["train", str(suite), "--skill", str(MOCK_SKILL), "--tag", "x", "--max-steps", "1"]
+    not_table = tmp_path / "not-table.toml"
+    not_table.write_text('agent_options = "x"\n')
+    config_dir = tmp_path / "config-dir"
+    config_dir.mkdir()
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b"max_steps = 1\n# caf\xe9\n")
+    a_file = tmp_path / "runs-file"
+    a_file.write_text("not a folder\n")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Open with a three-sentence summary.\n")
+    cases = [
+        ([*base, "--runs-dir", str(runs), "--config", str(not_table)], "agent_options must be a table"),
+        ([*base, "--runs-dir", str(runs), "--config", str(config_dir)], "is a folder"),
+        ([*base, "--runs-dir", str(runs), "--config", str(latin1)], "not UTF-8"),
+        ([*base, "--runs-dir", str(a_file)], "is a file"),
+        ([*base, "--runs-dir", str(suite / "runs")], "inside the suite"),
+        (
+            ["train", str(suite), "--skill", str(prompt), "--tag", "x", "--runs-dir", str(runs)],
+            "placement=system",
+        ),
+        (["run", str(suite), "--skill", str(prompt), "--out", str(tmp_path / "out")], "placement=system"),
+        (
+            ["compare", str(suite), f"a={prompt}", "--no-skill", "--out", str(tmp_path / "out")],
+            "placement=system",
+        ),
+    ]
+    for args, message in cases:
+        before = tree(tmp_path)
+        result = cli.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.output, (message, result.output)
+        assert "Traceback" not in result.output
+        assert isinstance(result.exception, SystemExit), (args, result.exception)
+        assert tree(tmp_path) == before, args
+    assert a_file.read_text() == "not a folder\n"
