@@ -4,6 +4,8 @@ texts that read as written."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from skilltune.cli.app import reflow
 from skilltune.runfiles import TrainConfig
 from skilltune.runfiles.config import setting_flags
 from skilltune.train.config import MAY_CHANGE_ON_RESUME
+from tests.helpers import REPO
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "400"}  # one row per option, one line per paragraph
@@ -158,3 +161,22 @@ def test_the_flags_parse_into_the_run_config(tmp_path: Path) -> None:
     }  # fmt: skip
     assert {key: stored[key] for key in expected} == expected
     assert Path(stored["cache"]) == cache.resolve() and Path(stored["findings"]) == findings.resolve()
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["validate", "examples/mock-demo/suite"]])
+def test_the_quick_commands_do_not_build_the_setting_flags(args: list[str]) -> None:
+    """The flags are generated when train or resume needs them: the quick commands never import the model."""
+    code = (
+        "import sys\nsys.argv = ['skilltune', *sys.argv[1:]]\nfrom skilltune.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('MODEL LOADED' if 'skilltune.runfiles' in sys.modules else 'MODEL NOT LOADED')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert proc.stdout.strip().endswith("MODEL NOT LOADED"), (proc.stdout[-500:], proc.stderr[-2000:])

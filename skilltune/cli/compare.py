@@ -202,7 +202,7 @@ def meta_planted(
         list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
     ] = None,
     gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1)] = 6,
+    max_steps: Annotated[int, typer.Option(min=1, help="Steps of each training run.")] = 6,
     seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-planted"),
     force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
@@ -231,7 +231,7 @@ def meta_null(
         list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
     ] = None,
     gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1)] = 6,
+    max_steps: Annotated[int, typer.Option(min=1, help="Steps of each training run.")] = 6,
     seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-null"),
     force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,

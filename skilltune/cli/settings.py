@@ -28,8 +28,10 @@ def _option(name: str, info: FieldInfo, panel: str, show_default: bool) -> inspe
     """The Typer parameter of one setting: a flag with the field's default, or key=value pairs for a table."""
     import annotated_types
 
+    from skilltune.runfiles.config import setting_flags
+
     spec = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-    flags = [str(flag) for flag in spec.get("flags") or ["--" + name.replace("_", "-")]]  # type: ignore[union-attr]
+    flags = setting_flags(name)
     annotation: Any = info.annotation
     # a required setting (skill, tag) may come from --config: its flag is optional
     default = None if info.is_required() else info.get_default(call_default_factory=True)
