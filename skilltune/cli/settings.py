@@ -1,11 +1,4 @@
-"""The run-setting flags of ``train`` and ``resume``, generated from TrainConfig's fields.
-
-Each flag's names, default, choices (a ``Literal``), range (``ge``/``le``) and help come from
-the field (its default, description and ``_cli`` spec in skilltune/runfiles/config.py), so
-the model is the one place a setting is defined. The flags are built the first time a
-command's parameters are needed (its ``--help``, or running it): ``skilltune --version``,
-``--help`` and ``validate`` never import the model.
-"""
+"""The run-setting flags of ``train`` and ``resume``, generated from TrainConfig's fields."""
 
 from __future__ import annotations
 
@@ -96,6 +89,12 @@ def resumable_settings() -> list[str]:
 
 class SettingsCommand(Command):
     """A command with a flag per run setting (``names``), generated from the model when first needed.
+
+    Each flag's names, default, choices (a ``Literal``), range (``ge``/``le``) and help come from
+    the field (its default, description and ``_cli`` spec in skilltune/runfiles/config.py), so
+    the model is the one place a setting is defined. The flags are built the first time the
+    command's parameters are needed (its ``--help``, or running it): ``skilltune --version``,
+    ``--help`` and ``validate`` never import the model.
 
     Running it, the settings given on the command line (not the defaults) reach the callback
     through ``given_settings(ctx)``: a flag's default is the model's, shown in ``--help``, and a
