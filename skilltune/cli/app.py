@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import warnings
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from skilltune import __version__
 from skilltune.errors import SkilltuneError, UsageError
@@ -21,7 +23,64 @@ if TYPE_CHECKING:
 
     from skilltune.runfiles import RolloutRecord
 
-app = typer.Typer(
+
+def reflow(text: str | None) -> str | None:
+    """Each paragraph of a help text on one line, so the terminal's width decides where lines break
+    (a docstring's line breaks are the source file's; help renderers keep some of them)."""
+    if not text:
+        return text
+    return "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(text).split("\n\n"))
+
+
+def bare_flags(params: Any) -> None:
+    """No value placeholder (``<bool>``) beside a flag: a flag takes no value."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+
+
+class Command(TyperCommand):
+    """A command whose help reads as written: paragraphs reflowed, flags without a value placeholder."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bare_flags(kwargs.get("params") or [])
+        kwargs["help"] = reflow(kwargs.get("help"))
+        super().__init__(*args, **kwargs)
+
+    def get_help_option(self, ctx: Any) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        bare_flags([option])
+        return option
+
+
+class Group(TyperGroup):
+    """A command group whose help reads as written (see Command)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bare_flags(kwargs.get("params") or [])
+        kwargs["help"] = reflow(kwargs.get("help"))
+        super().__init__(*args, **kwargs)
+
+    def get_help_option(self, ctx: Any) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        bare_flags([option])
+        return option
+
+
+class Typer(typer.Typer):
+    """typer.Typer whose groups are Group and whose commands are Command unless told otherwise."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cls=Group, **kwargs)
+
+    def command(
+        self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
+    ) -> Callable[[F], F]:
+        decorator: Callable[[F], F] = super().command(name, cls=cls or Command, **kwargs)
+        return decorator
+
+
+app = Typer(
     name="skilltune",
     help="Tune agent skills by evidence: isolated rollouts, measured scores, gated edits.",
     no_args_is_help=True,
@@ -169,8 +228,8 @@ JudgeOpts = Annotated[
     list[str] | None,
     typer.Option(
         "--judge-opt",
-        help="Override the suite's judge setting key=value (repeatable), e.g. model=gpt-4.1 "
-        "base_url=http://127.0.0.1:8080/v1 api_key_env=MY_KEY provider=claude; part of the contract.",
+        help="Override a setting of the suite's judge key=value (repeatable), e.g. model=gpt-4.1, "
+        "api_key_env=MY_KEY; part of the scoring contract.",
     ),
 ]
 

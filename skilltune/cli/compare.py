@@ -21,6 +21,7 @@ from skilltune.cli.app import (
     PromptVariantOpt,
     RayAddressOpt,
     SuiteArg,
+    Typer,
     app,
     guarded,
     load_suite_for,
@@ -90,7 +91,7 @@ def compare(
         Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
     ] = None,
     agent_opt: AgentOpts = None,
-    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
     executor: ExecutorOpt = "local",
@@ -139,7 +140,7 @@ def compare(
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
 
-meta_app = typer.Typer(
+meta_app = Typer(
     help="Meta-evaluations: does training with this suite, proposer and gate work?",
     epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill "
     "--runs 3 --out runs/meta-null",
@@ -201,10 +202,10 @@ def meta_planted(
         list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
     ] = None,
     gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1)] = 6,
+    max_steps: Annotated[int, typer.Option(min=1, help="Steps of each training run.")] = 6,
     seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-planted"),
-    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
 ) -> None:
     """Remove a rule from a good skill, train from there, and report whether runs win it back."""
     from skilltune import meta_eval
@@ -230,10 +231,10 @@ def meta_null(
         list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
     ] = None,
     gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1)] = 6,
+    max_steps: Annotated[int, typer.Option(min=1, help="Steps of each training run.")] = 6,
     seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-null"),
-    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
 ) -> None:
     """Train on a pure-noise copy of the suite: every edit kept is a false accept."""
     from skilltune import meta_eval

@@ -90,7 +90,7 @@ def run(
         Path | None, typer.Option("--out", help="Output folder (default runs/eval-<skill>-<split>-s<seed>).")
     ] = None,
     agent_opt: AgentOpts = None,
-    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
     executor: ExecutorOpt = "local",
@@ -279,7 +279,7 @@ def calibrate(
         Path | None, typer.Option("--out", help="Output folder (default runs/calibrate-<skill>-<split>).")
     ] = None,
     agent_opt: AgentOpts = None,
-    force: Annotated[bool, typer.Option(help="Replace results already in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
     executor: ExecutorOpt = "local",

@@ -50,10 +50,13 @@ def audit(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a run after the fact: val/test leakage into what the proposer saw or wrote (ids and
-    passages of 8+ words), the best moving only by gate accepts, PROTECTED blocks changed outside
-    epoch updates, scoring-contract and agent/model/CLI drift, rejected edits proposed again, gates
-    that decided on contaminated rounds. Writes audit.json; exit 1 with findings, 0 when clean."""
+    """Check a run after the fact: can its verdict be trusted? Writes audit.json.
+
+    The checks: val/test leakage into what the proposer saw or wrote (ids and passages of 8+
+    words), the best moving only by gate accepts, PROTECTED blocks changed outside epoch updates,
+    scoring-contract and agent/model/CLI drift, rejected edits proposed again, and gates that
+    decided on contaminated rounds. Exit 1 with findings, 0 when clean.
+    """
     from skilltune.review.audit import audit as run_audit
 
     result = run_audit(run_dir, suite=suite)
@@ -150,10 +153,13 @@ def promote(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a run's kept changes as a patch against the live skill, hunk by hunk with the rationale
-    and gate evidence of the unit that made each, and the held-out comparison of the whole patch.
-    Each hunk is merged three-way (git merge-file, the seed as base); conflicts are named, never
-    forced. Exit 1 when a hunk conflicts."""
+    """Show a run's kept changes as a patch against the live skill, with their evidence.
+
+    Hunk by hunk: the rationale and gate evidence of the unit that made each, then the held-out
+    comparison of the whole patch. Each hunk is merged three-way (git merge-file, the seed as
+    base); conflicts are named, never forced. Writes nothing without --apply. Exit 1 when a hunk
+    conflicts.
+    """
     from skilltune.review.promote import promote as run_promote
 
     plan = run_promote(run_dir, to, apply=apply)

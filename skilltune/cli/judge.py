@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from skilltune.cli.app import JudgeOpts, PromptVariantOpt, SuiteArg, app, guarded, load_suite_for, out
+from skilltune.cli.app import JudgeOpts, PromptVariantOpt, SuiteArg, Typer, app, guarded, load_suite_for, out
 
-judge_app = typer.Typer(
+judge_app = Typer(
     help="Judged suites: readiness of the judge, and how much its verdicts vary.",
     epilog="Example: skilltune judge check examples/judged-reviews/suite",
     no_args_is_help=True,

@@ -10,18 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import (
-    AgentOpts,
-    CacheOpt,
-    JudgeOpts,
-    SuiteArg,
-    app,
-    err,
-    guarded,
-    out,
-    parse_agent_opts,
-)
+from skilltune.cli.app import SuiteArg, app, err, guarded, out
 from skilltune.cli.compare import print_comparison
+from skilltune.cli.settings import ResumeCommand, SettingsCommand, given_settings
 from skilltune.errors import UsageError
 from skilltune.textfmt import one_line
 
@@ -29,24 +20,8 @@ if TYPE_CHECKING:  # the training stack loads when a command runs, not for --hel
     from skilltune.progress import Reporter
     from skilltune.training import TrainResult
 
-# Options of both train and resume (a resumed run may raise its budgets and change its workers).
-BudgetRolloutsOpt = Annotated[int | None, typer.Option(min=1, help="Most rollouts to spend (default: none).")]
-BudgetTokensOpt = Annotated[
-    int | None, typer.Option(min=1, help="Most tokens, agents and proposer (default: none).")
-]
-BudgetUsdOpt = Annotated[
-    float | None, typer.Option(min=0.0, help="Most USD, reported or estimated (default: none).")
-]
-BudgetHoursOpt = Annotated[float | None, typer.Option(min=0.0, help="Most active hours (default: none).")]
-WorkersOpt = Annotated[int | None, typer.Option(min=1, help="Rollouts in parallel (default 4).")]
 SuperviseOpt = Annotated[
     bool, typer.Option("--supervise", help="Relaunch on a crash; keep the machine awake.")
-]
-FindingsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--findings", help="A findings file shared across runs: the finished run appends its entry once."
-    ),
 ]
 QuietOpt = Annotated[
     bool,
@@ -161,100 +136,31 @@ def print_gate_share(run_dir: Path) -> None:
 
 
 @app.command(
-    epilog="Example: skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --proposer mock --tag demo --max-steps 8 --seed 1"
+    cls=SettingsCommand,
+    epilog="Example: skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --proposer mock --tag demo --max-steps 8 --seed 1",
 )
 @guarded
 def train(
+    ctx: typer.Context,
     suite: SuiteArg,
-    skill: Annotated[
-        Path | None, typer.Option("--skill", "-s", help="Seed skill folder or instruction file.")
-    ] = None,
-    tag: Annotated[str | None, typer.Option(help="Run name: the run lives in RUNS_DIR/TAG.")] = None,
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Target agent (default mock).")] = None,
-    proposer: Annotated[
-        str | None, typer.Option(help="Proposer: mock, or a model backend (default mock).")
-    ] = None,
-    mode: Annotated[
-        str | None, typer.Option(help="patch (anchored edits) or rewrite (whole document).")
-    ] = None,
-    gate: Annotated[str | None, typer.Option(help="Gate: sequential (default), paired-z or strict.")] = None,
-    gate_opt: Annotated[
-        list[str] | None,
+    config: Annotated[
+        Path | None,
         typer.Option(
-            "--gate-opt", help="Gate option key=value: max_reps, min_effect, futility_confidence, rho."
+            "--config", help="A TOML file of settings (keys as the flags, - or _); flags override it."
         ),
     ] = None,
-    alpha: Annotated[
-        float | None, typer.Option(help="Run-wide error rate of the sequential gate (default 0.05).")
-    ] = None,
-    alpha_policy: Annotated[
-        str | None,
-        typer.Option(help="spend (default: family-wise, any dependence) or lord (alpha-investing)."),
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
-    ] = None,
-    max_steps: Annotated[int | None, typer.Option(min=1, help="Steps to run (default 10).")] = None,
-    epochs: Annotated[
-        int | None,
-        typer.Option(min=1, help="Epochs to run: at most epochs x --epoch-steps steps (and --max-steps)."),
-    ] = None,
-    epoch_steps: Annotated[
-        int | None, typer.Option(min=1, help="Steps per epoch; a slow update follows each (default 5).")
-    ] = None,
-    batch: Annotated[int | None, typer.Option(min=1, help="Train minibatch size (default 8).")] = None,
-    reps: Annotated[
-        int | None, typer.Option(min=1, help="Replicates per task in train and gate passes (default 1).")
-    ] = None,
-    test_reps: Annotated[
-        int | None, typer.Option(min=1, help="Replicates per task in the final test (default 3).")
-    ] = None,
-    screen: Annotated[
-        bool | None,
-        typer.Option("--screen/--no-screen", help="Screen candidates on the train batch first (default on)."),
-    ] = None,
-    budget_rollouts: BudgetRolloutsOpt = None,
-    budget_tokens: BudgetTokensOpt = None,
-    budget_usd: BudgetUsdOpt = None,
-    budget_hours: BudgetHoursOpt = None,
-    patience: Annotated[
-        int | None, typer.Option(min=1, help="Discarded candidates in a row that end the run (default 5).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Run seed (default 0).")] = None,
-    workers: WorkersOpt = None,
-    runs_dir: Annotated[Path | None, typer.Option(help="Where runs live (default ./runs).")] = None,
-    evidence_from: Annotated[
-        Path | None, typer.Option(help="Use the train rollouts recorded by another run.")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="TOML file with any of these settings; flags override it.")
-    ] = None,
-    agent_opt: AgentOpts = None,
-    proposer_opt: Annotated[
-        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value (repeatable).")
-    ] = None,
-    force: Annotated[bool, typer.Option(help="Start over if the tag exists.")] = False,
-    cache: CacheOpt = None,
-    executor: Annotated[str | None, typer.Option(help="Where rollouts run: local (default) or ray.")] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="A Ray cluster to join (default: a local one).")
-    ] = None,
-    prompt_variant: Annotated[
-        str | None,
-        typer.Option(help="skill-trainer's prompt variant: cheap (default) or full; reaches rubric.py."),
-    ] = None,
-    judge_opt: JudgeOpts = None,
-    fresh: Annotated[
-        bool | None, typer.Option("--fresh/--no-fresh", help="Run rollouts even when --cache holds them.")
-    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Start over if the tag exists.")] = False,
     resume_run: Annotated[
         bool, typer.Option("--resume", help="Continue the run under this tag (as skilltune resume).")
     ] = False,
-    findings: FindingsOpt = None,
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison."""
+    """Train a skill: steps of rollout, reflect, merge, edit, gate; then a held-out comparison.
+
+    Every setting below is also a key of the --config file; a setting not given takes its default.
+    """
+    from skilltune.runfiles import TrainConfig
     from skilltune.supervise import supervise
     from skilltune.training import resume as skilltune_resume
     from skilltune.training import train as skilltune_train
@@ -262,58 +168,25 @@ def train(
     if resume_run and force:
         raise UsageError("--resume continues the run and --force starts it over: give one of them")
     settings: dict[str, Any] = read_config_file(config) if config else {}
-    flags = dict(
-        skill=skill,
-        tag=tag,
-        agent=agent,
-        proposer=proposer,
-        mode=mode,
-        gate=gate,
-        metric=metric,
-        alpha=alpha,
-        alpha_policy=alpha_policy,
-        max_steps=max_steps,
-        epochs=epochs,
-        epoch_steps=epoch_steps,
-        batch=batch,
-        reps=reps,
-        test_reps=test_reps,
-        screen=screen,
-        budget_rollouts=budget_rollouts,
-        budget_tokens=budget_tokens,
-        budget_usd=budget_usd,
-        budget_hours=budget_hours,
-        patience=patience,
-        seed=seed,
-        workers=workers,
-        runs_dir=runs_dir,
-        evidence_from=evidence_from,
-        cache=cache,
-        fresh=fresh,
-        executor=executor,
-        ray_address=ray_address,
-        prompt_variant=prompt_variant,
-        findings=findings,
-    )
-    settings.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
-    settings["agent_options"] = settings.get("agent_options", {}) | parse_agent_opts(agent_opt)
-    settings["proposer_options"] = settings.get("proposer_options", {}) | parse_agent_opts(proposer_opt)
-    settings["gate_options"] = settings.get("gate_options", {}) | parse_agent_opts(gate_opt)
-    settings["judge_options"] = settings.get("judge_options", {}) | parse_agent_opts(judge_opt, "--judge-opt")
+    for name, value in given_settings(ctx).items():
+        settings[name] = settings.get(name, {}) | value if isinstance(value, dict) else value
+    for table in ("agent_options", "proposer_options", "gate_options", "judge_options"):
+        settings.setdefault(table, {})
     settings.pop("suite", None)
     if "skill" not in settings or "tag" not in settings:
         raise UsageError("give --skill (the seed skill) and --tag (the run's name)")
+    runs_dir = Path(settings.get("runs_dir", TrainConfig.model_fields["runs_dir"].default))
     if supervise_run:
-        run_dir = Path(settings.get("runs_dir", "runs")) / str(settings["tag"])
         first = [a for a in sys.argv[1:] if a != "--supervise"]
-        raise typer.Exit(supervise(first, run_dir))
+        raise typer.Exit(supervise(first, runs_dir / str(settings["tag"])))
     skill_path = settings.pop("skill")
     tag_name = settings.pop("tag")
     reporter = _reporter(quiet)
     try:
         if resume_run:  # the settings given must be the run's, but for what a resume may change
-            run_dir = Path(settings.get("runs_dir", "runs")) / str(tag_name)
-            result = skilltune_resume(run_dir, reporter=reporter, suite=suite, skill=skill_path, **settings)
+            result = skilltune_resume(
+                runs_dir / str(tag_name), reporter=reporter, suite=suite, skill=skill_path, **settings
+            )
         else:
             result = skilltune_train(
                 suite, skill_path, tag=tag_name, force=force, reporter=reporter, **settings
@@ -323,44 +196,27 @@ def train(
     _finish_run(result)
 
 
-@app.command(epilog="Example: skilltune resume runs/demo")
+@app.command(cls=ResumeCommand, epilog="Example: skilltune resume runs/demo --budget-rollouts 2000")
 @guarded
 def resume(
+    ctx: typer.Context,
     run_dir: Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")],
-    budget_rollouts: BudgetRolloutsOpt = None,
-    budget_tokens: BudgetTokensOpt = None,
-    budget_usd: BudgetUsdOpt = None,
-    budget_hours: BudgetHoursOpt = None,
-    workers: WorkersOpt = None,
-    agent_opt: AgentOpts = None,
-    findings: FindingsOpt = None,
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Continue a run that was killed, stopped, blocked or ran out of budget (raise it with --budget-*).
 
-    It keeps the run's settings; --budget-*, --workers, --findings and redacted secrets
-    (--agent-opt KEY=...) may be given."""
+    It keeps the run's settings but for the ones below: what cannot change its results, and
+    secrets that config.json holds redacted (e.g. --agent-opt api_key=...).
+    """
     from skilltune.supervise import supervise
     from skilltune.training import resume as skilltune_resume
 
     if supervise_run:
         raise typer.Exit(supervise([a for a in sys.argv[1:] if a != "--supervise"], run_dir))
-    overrides: dict[str, Any] = dict(
-        budget_rollouts=budget_rollouts,
-        budget_tokens=budget_tokens,
-        budget_usd=budget_usd,
-        budget_hours=budget_hours,
-        workers=workers,
-        findings=str(findings) if findings else None,
-    )
-    if agent_opt:
-        overrides["agent_options"] = parse_agent_opts(agent_opt)
     reporter = _reporter(quiet)
     try:
-        result = skilltune_resume(
-            run_dir, reporter=reporter, **{k: v for k, v in overrides.items() if v is not None}
-        )
+        result = skilltune_resume(run_dir, reporter=reporter, **given_settings(ctx))
     finally:
         reporter.close()
     _finish_run(result)

@@ -17,55 +17,143 @@ class EditBudgetConfig(BaseModel):
     end: int = Field(default=2, ge=1)
 
 
+def _cli(*flags: str, path: bool = False) -> dict[str, Any]:
+    """A setting's command-line spec, which skilltune/cli/settings.py turns into a flag: its names
+    (without: ``--its-name``) and whether the value is a path."""
+    return {"path": path} | ({"flags": list(flags)} if flags else {})
+
+
+# The spec of a setting that is no flag (the SUITE argument; a table only --config sets).
+_NO_FLAG: dict[str, Any] = {"flags": []}
+
+
 class TrainConfig(BaseModel):
-    """Every setting of a run. config.json stores it (secrets redacted) so ``resume`` can continue."""
+    """Every setting of a run. config.json stores it (secrets redacted) so ``resume`` can continue.
+
+    Each field's default and description are the ``train`` flag's default and help (the CLI is
+    generated from this model): write descriptions as the help sentence, without the default.
+    A ``dict`` field is a repeatable ``key=value`` flag; a bool one ``--name/--no-name``.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    suite: str
-    skill: str
-    tag: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    agent: str = "mock"
-    agent_options: dict[str, Any] = Field(default_factory=dict)
-    proposer: str = "mock"
-    proposer_options: dict[str, Any] = Field(default_factory=dict)
-    mode: Literal["patch", "rewrite"] = "patch"
-    gate: str = "sequential"
-    gate_options: dict[str, Any] = Field(default_factory=dict)
-    metric: Literal["hard", "soft", "mixed"] = "mixed"
-    alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="run-wide error rate of the gate")
-    alpha_policy: Literal["lord", "spend"] = "spend"
-    max_steps: int = Field(default=10, ge=1)
-    epochs: int | None = Field(default=None, ge=1)
-    epoch_steps: int = Field(default=5, ge=1)
-    batch: int = Field(default=8, ge=1)
-    reps: int = Field(default=1, ge=1)
-    test_reps: int = Field(default=3, ge=1)
-    screen: bool = True
-    budget_rollouts: int | None = Field(default=None, ge=1)
-    budget_tokens: int | None = Field(default=None, ge=1)
-    budget_usd: float | None = Field(default=None, gt=0)
-    budget_hours: float | None = Field(default=None, gt=0)
-    seed: int = 0
-    workers: int = Field(default=4, ge=1)
-    runs_dir: str = "runs"
-    edit_budget: EditBudgetConfig = Field(default_factory=EditBudgetConfig)
-    growth_cap: float = Field(default=0.5, ge=0.0)
-    patience: int = Field(default=5, ge=1)
-    slow_update_sample: int = Field(default=6, ge=1)
-    evidence_from: str | None = None
-    cache: str | None = Field(default=None, description="a rollout cache folder shared between runs")
-    executor: Literal["local", "ray"] = "local"
-    ray_address: str | None = None
-    fresh: bool = Field(default=False, description="run rollouts even when the shared cache holds them")
+    suite: str = Field(description="The suite (the SUITE argument).", json_schema_extra=_NO_FLAG)
+    skill: str = Field(
+        description="Seed skill folder or instruction file.",
+        json_schema_extra=_cli("--skill", "-s", path=True),
+    )
+    tag: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Run name: the run lives in RUNS_DIR/TAG."
+    )
+    agent: str = Field(
+        default="mock",
+        description="Target agent backend (see `skilltune agents`).",
+        json_schema_extra=_cli("--agent", "-a"),
+    )
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Agent backend option key=value (repeatable), e.g. placement=system.",
+        json_schema_extra=_cli("--agent-opt"),
+    )
+    proposer: str = Field(default="mock", description="Proposer: mock, or a model backend.")
+    proposer_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Proposer option key=value (repeatable), e.g. model=gpt-4.1.",
+        json_schema_extra=_cli("--proposer-opt"),
+    )
+    mode: Literal["patch", "rewrite"] = Field(
+        default="patch",
+        description="What the proposer writes: anchored edits (patch) or a whole new document.",
+    )
+    gate: str = Field(default="sequential", description="Gate: sequential, paired-z or strict.")
+    gate_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Gate option key=value (repeatable): max_reps, min_effect, futility_confidence, rho.",
+        json_schema_extra=_cli("--gate-opt"),
+    )
+    metric: Literal["hard", "soft", "mixed"] = Field(
+        default="mixed", description="The score the gate compares."
+    )
+    alpha: float = Field(
+        default=0.05,
+        gt=0.0,
+        lt=0.5,
+        description="Run-wide error rate of the sequential gate (above 0, below 0.5).",
+    )
+    alpha_policy: Literal["lord", "spend"] = Field(
+        default="spend",
+        description="How the gate spends alpha: spend (family-wise, under any dependence) or lord (alpha-investing).",
+    )
+    max_steps: int = Field(default=10, ge=1, description="Steps to run.")
+    epochs: int | None = Field(
+        default=None,
+        ge=1,
+        description="Epochs to run: at most epochs x --epoch-steps steps (and --max-steps).",
+    )
+    epoch_steps: int = Field(default=5, ge=1, description="Steps per epoch; a slow update follows each.")
+    batch: int = Field(default=8, ge=1, description="Train minibatch size.")
+    reps: int = Field(default=1, ge=1, description="Replicates per task in train and gate passes.")
+    test_reps: int = Field(default=3, ge=1, description="Replicates per task in the final test.")
+    screen: bool = Field(default=True, description="Screen candidates on the train batch before the gate.")
+    budget_rollouts: int | None = Field(
+        default=None, ge=1, description="Most rollouts to spend (unset: no limit)."
+    )
+    budget_tokens: int | None = Field(
+        default=None, ge=1, description="Most tokens, agents and proposer together (unset: no limit)."
+    )
+    budget_usd: float | None = Field(
+        default=None, gt=0, description="Most USD, reported or estimated (unset: no limit)."
+    )
+    budget_hours: float | None = Field(default=None, gt=0, description="Most active hours (unset: no limit).")
+    seed: int = Field(default=0, description="Run seed: every random choice derives from it.")
+    workers: int = Field(default=4, ge=1, description="Rollouts in parallel.")
+    runs_dir: str = Field(default="runs", description="Where runs live.", json_schema_extra=_cli(path=True))
+    edit_budget: EditBudgetConfig = Field(
+        default_factory=EditBudgetConfig,
+        description="Edits a step may keep, scheduled from start to end (the TOML table edit_budget only).",
+        json_schema_extra=_NO_FLAG,
+    )
+    growth_cap: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Most a step may grow the skill, as a share of its text (plus 200 characters).",
+    )
+    patience: int = Field(default=5, ge=1, description="Discarded candidates in a row that end the run.")
+    slow_update_sample: int = Field(
+        default=6, ge=1, description="Train tasks each slow update runs the two skills on."
+    )
+    evidence_from: str | None = Field(
+        default=None,
+        description="Use the train rollouts recorded by another run (its directory).",
+        json_schema_extra=_cli(path=True),
+    )
+    cache: str | None = Field(
+        default=None,
+        description="A rollout cache folder shared between runs (finished rollouts are reused).",
+        json_schema_extra=_cli(path=True),
+    )
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="Where rollouts run: worker threads here (local) or Ray (ray)."
+    )
+    ray_address: str | None = Field(
+        default=None, description="A Ray cluster to join (unset: a new local instance)."
+    )
+    fresh: bool = Field(default=False, description="Run rollouts even when --cache holds them.")
     findings: str | None = Field(
-        default=None, description="a findings file shared across runs: the finished run appends its entry"
+        default=None,
+        description="A findings file shared across runs: the finished run appends its entry once.",
+        json_schema_extra=_cli(path=True),
     )
     prompt_variant: Literal["cheap", "full"] = Field(
-        default="cheap", description="skill-trainer's prompt variant: prompt_cheap or prompt_full"
+        default="cheap",
+        description="skill-trainer's prompt variant: cheap (prompt_cheap, else prompt) or full (prompt_full); "
+        "reaches rubric.py.",
     )
     judge_options: dict[str, Any] = Field(
-        default_factory=dict, description="overrides of the suite's judge block (--judge-opt)"
+        default_factory=dict,
+        description="Override a setting of the suite's judge key=value (repeatable), e.g. model=gpt-4.1, "
+        "api_key_env=MY_KEY; part of the scoring contract.",
+        json_schema_extra=_cli("--judge-opt"),
     )
 
     @property
@@ -101,3 +189,12 @@ class SeedFile(RunFile):
     kind: Literal["folder", "file"]
     fallback_name: str
     hash: str
+
+
+def setting_flags(setting: str) -> list[str]:
+    """A TrainConfig setting's command-line flags, long name first (none: set in --config only)."""
+    spec = TrainConfig.model_fields[setting].json_schema_extra
+    flags = spec.get("flags") if isinstance(spec, dict) else None
+    if isinstance(flags, list):
+        return [str(name) for name in flags]
+    return ["--" + setting.replace("_", "-")]

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from skilltune.errors import UsageError
 from skilltune.runfiles import RunConfigFile, TrainConfig
+from skilltune.runfiles.config import setting_flags
 from skilltune.store import REDACTED, redact
 
 # Settings a resume may change: none of them can change what the run decides.
@@ -24,8 +25,8 @@ MAY_CHANGE_ON_RESUME = frozenset(
     | {"findings"}  # where the run's findings entry goes: it is written after every decision
 )
 _PATHS = frozenset({"suite", "skill", "runs_dir", "evidence_from", "cache", "findings"})
-_OPTION_TABLES = ("agent_options", "proposer_options", "gate_options")
-FLAG_NAMES = {"agent_options": "agent-opt", "proposer_options": "proposer-opt", "gate_options": "gate-opt"}
+# Option tables that may hold secrets: config.json stores them redacted, a resume takes them again.
+SECRET_TABLES = ("agent_options", "proposer_options", "gate_options")
 
 
 def make_config(**settings: Any) -> TrainConfig:
@@ -97,7 +98,7 @@ def settings_for_resume(stored: RunConfigFile, given: dict[str, Any]) -> TrainCo
     for key, value in given.items():
         if key in MAY_CHANGE_ON_RESUME:
             settings[key] = value
-        elif key in _OPTION_TABLES and isinstance(value, dict):
+        elif key in SECRET_TABLES and isinstance(value, dict):
             restored = _restore_secrets(settings[key], value)
             if _differs(value, restored, key):
                 changed.append(key)
@@ -105,14 +106,16 @@ def settings_for_resume(stored: RunConfigFile, given: dict[str, Any]) -> TrainCo
         elif _differs(value, settings[key], key):
             changed.append(key)
     if changed:
-        names = ", ".join(f"--{FLAG_NAMES.get(k, k.replace('_', '-'))}" for k in sorted(changed))
+        names = ", ".join(
+            (setting_flags(k) or [k])[0] for k in sorted(changed)
+        )  # suite, edit_budget: no flag
         raise UsageError(
             f"{names}: a resumed run keeps the settings it started with (a change would make it another "
             f"run); only {', '.join(sorted(MAY_CHANGE_ON_RESUME))} and redacted secrets may be given. "
             "Start a new --tag to change the others."
         )
     if REDACTED in str(settings):
-        missing = sorted(k for k in _OPTION_TABLES if REDACTED in str(settings[k]))
+        missing = sorted(k for k in SECRET_TABLES if REDACTED in str(settings[k]))
         raise UsageError(
             f"config.json holds redacted secrets under {', '.join(missing)}: give them again to resume "
             "(e.g. --agent-opt api_key=...), or set them in the environment"
