@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +48,15 @@ def write_skill(folder: Path, body: str, name: str = "demo-skill") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: A test skill.\n---\n\n{body}\n")
     return folder
+
+
+def prompt_section(prompt: str, name: str) -> str:
+    """The body of a proposer prompt's tagged section ``<name ...>`` ... ``</name>`` ("" when absent)."""
+    match = re.search(rf"^<{name}(?: [^>]*)?>\n(.*?)\n</{name}>$", prompt, re.S | re.M)
+    return match.group(1) if match else ""
+
+
+def trajectory_blocks(prompt: str, section: str = "failed_trajectories") -> dict[str, str]:
+    """The trajectories of a section of a proposer prompt: id -> the block's text."""
+    body = prompt_section(prompt, section)
+    return dict(re.findall(r'^<trajectory id="([^"]+)"[^>]*>\n(.*?)\n</trajectory>$', body, re.S | re.M))
