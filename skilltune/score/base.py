@@ -106,7 +106,8 @@ def make_score(
 
 
 def _capped(text: str) -> str:
-    return text if len(text) <= FEEDBACK_LIMIT else text[: FEEDBACK_LIMIT - 20] + "\n[feedback truncated]"
+    cut = "\n[feedback truncated]"
+    return text if len(text) <= FEEDBACK_LIMIT else text[: FEEDBACK_LIMIT - len(cut)] + cut
 
 
 def feedback_text(raw: Any, source: str) -> str:
