@@ -87,15 +87,17 @@ def suite_for(mode: str, root: Path, url: str, policy: str | None) -> Path:
 
     def task(task_id: str, split: str) -> dict[str, Any]:
         marker = f"{MARKERS[split]}-{task_id}"
-        scoring: dict[str, Any] = {
+        scoring: dict[str, dict[str, Any]] = {
             "exact": {"mode": "exact", "expected": marker},
             "checklist": {"mode": "checklist", "required": ["RESULT: solved", marker]},
             "command": {"mode": "command", "command": f"echo collected 1 item; echo FAILED {marker}; exit 3"},
             "rubric": {"mode": "rubric", "answer": marker},
             "judge": {"mode": "judge"},
-        }[mode]
-        extra = {"reference_text": f"A good answer names {marker}."} if mode == "judge" else {}
-        return rule_task(task_id, [RULE], scoring=scoring, **extra)
+        }
+        extra: dict[str, Any] = (
+            {"reference_text": f"A good answer names {marker}."} if mode == "judge" else {}
+        )
+        return rule_task(task_id, [RULE], scoring=scoring[mode], **extra)
 
     if mode == "judge":
         config["judge"] = {"model": "judge-model", "base_url": f"{url}/v1", "samples": 1, "timeout": 5}
@@ -168,7 +170,9 @@ def assert_held_out_stays_in_the_gate(run_dir: Path, prompts: list[str], planted
 
 
 @pytest.mark.parametrize("mode", list(FULL))
-def test_the_analyst_reads_each_modes_feedback_for_failed_train_rollouts_only(tmp_path: Path, mode: str) -> None:
+def test_the_analyst_reads_each_modes_feedback_for_failed_train_rollouts_only(
+    tmp_path: Path, mode: str
+) -> None:
     prompts, run_dir = run(tmp_path, mode, None)
     blocks = trajectory_blocks(prompts[0])
     assert sorted(b.split("#")[0] for b in blocks) == ["t1", "t2"]  # train only, both failed
@@ -190,8 +194,8 @@ def test_no_answers_keeps_every_expected_answer_out_of_the_analysts_prompt(tmp_p
     blocks = trajectory_blocks(prompts[0])
     assert len(blocks) == 2
     for block in blocks.values():
-        feedback = prompt_section(block, "scorer_feedback")
-        assert feedback.startswith(NO_ANSWERS[mode]) if NO_ANSWERS[mode] else feedback == "", feedback
+        feedback, hidden = prompt_section(block, "scorer_feedback"), NO_ANSWERS[mode]
+        assert feedback.startswith(hidden) if hidden else feedback == "", feedback
         if mode in ("rubric", "pyenv"):
             assert prompt_section(block, "checks") == "symptom:wrong-answer"
     assert_held_out_stays_in_the_gate(run_dir, prompts, planted=False)
@@ -204,3 +208,30 @@ def test_no_feedback_leaves_the_analyst_the_numbers_alone(tmp_path: Path, mode: 
     assert len(blocks) == 2
     assert all("<scorer_feedback>" not in b and "<checks>" not in b for b in blocks.values())
     assert_held_out_stays_in_the_gate(run_dir, prompts, planted=False)
+
+
+def test_no_val_figure_reaches_the_proposer(tmp_path: Path) -> None:
+    """Step 1's edit is rejected by the gate on val: step 2's analyst learns that it was (in the
+    rejected-edit buffer and the memory), never by how much: no gain, bound or val score."""
+    asked: list[str] = []
+
+    def scripted(request: ModelRequest) -> Reply:
+        asked.append(request.text)
+        failed = list(trajectory_blocks(request.text))
+        text = "- Be polite." if len(asked) == 1 else FIX  # a useless edit first: the gate rejects it
+        return Reply(text=json.dumps({"edits": [{"op": "append", "text": text, "support": failed[:1]}]}))
+
+    with FakeModelServer(scripted, side=scripted) as server:
+        suite = suite_for("checklist", tmp_path / "suite", server.url, None)
+        result = train(
+            suite, write_skill(tmp_path / "skill", "- Be brief."), tag="vf", runs_dir=str(tmp_path / "runs"),
+            proposer="api", proposer_options={"model": "analyst-model", "base_url": f"{server.url}/v1"},
+            reporter=PlainReporter(quiet=True), seed=0, max_steps=2,
+        )  # fmt: skip
+    gate = json.loads((Path(result.run_dir) / "steps" / "step_0001" / "gate.json").read_text())
+    assert gate["decision"] == "reject" and len(asked) == 2
+    rejected = prompt_section(asked[1], "rejected_edits")
+    assert "- Be polite." in rejected and "- Be polite." in prompt_section(asked[1], "memory")
+    for prompt in asked:
+        assert gate["reason"] not in prompt
+        assert not re.search(r"gain [+-]?\d|upper bound|val [+-]?\d|\d -> [+-]?\d", prompt), prompt
