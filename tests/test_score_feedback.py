@@ -86,7 +86,9 @@ def test_command_gives_the_command_its_exit_code_and_the_failing_tests(tmp_path:
     assert "FAILED tests/test_routes.py::test_refund_goes_to_billing" in said  # above the tail, kept
     assert said.endswith("log line 40\n1 failed, 39 passed") and "log line 10\n" not in said
     hidden = feedback(suite(tmp_path, {"mode": "command", "command": FAILING_RUN}, "no-answers"), "done")
-    assert hidden == "the scoring command exited 1 (failed; the suite keeps the command and its output hidden)"
+    assert (
+        hidden == "the scoring command exited 1 (failed; the suite keeps the command and its output hidden)"
+    )
     passed = feedback(suite(tmp_path / "p", {"mode": "command", "command": "echo fine"}), "done")
     assert passed == "the scoring command `echo fine` exited 0 (passed)"
 
@@ -156,7 +158,10 @@ def test_the_judges_feedback_is_its_evidence_or_its_scores_alone() -> None:
         overall=0.3,
         reasoning="The timeline is missing. ",
     )
-    assert verdict_feedback(verdict) == "The timeline is missing.\n- timeline 0.25: no times, the reference has 10:42"
+    assert (
+        verdict_feedback(verdict)
+        == "The timeline is missing.\n- timeline 0.25: no times, the reference has 10:42"
+    )
     assert verdict_feedback(verdict, evidence=False) == "- timeline 0.25"
 
 
