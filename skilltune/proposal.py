@@ -12,8 +12,8 @@ EditOp = Literal["append", "insert_after", "replace", "delete"]
 
 
 class Trajectory(BaseModel):
-    """One train rollout as the analyst sees it. Train evidence only; no score checks
-    (for checklist suites they are the expected strings)."""
+    """One train rollout as the analyst sees it. Train evidence only: the scorer's ``feedback``
+    (as the suite's policy allows) and, for receipt modes, the score's checks."""
 
     id: str  # "<task id>#r<replicate>"
     task_id: str
@@ -23,7 +23,8 @@ class Trajectory(BaseModel):
     soft: float
     status: str
     diff: str = ""
-    feedback: str = ""  # the judge's reasoning and evidence (judged suites): train evidence too
+    mode: str = ""  # the task's scoring mode
+    feedback: str = ""  # the scorer's feedback on this rollout (score.json's): train evidence too
     checks: list[str] = Field(default_factory=list)  # a rubric's or judge's checks: receipts, not answers
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -121,3 +122,15 @@ def stopped_run(runs: Path, tag: str, max_steps: int, suite: Path = MOCK_SUITE, 
     assert result.state == "stopped", result.reason
     assert result.steps == 1
     return run
+
+
+def prompt_section(prompt: str, name: str) -> str:
+    """The body of a proposer prompt's tagged section ``<name ...>`` ... ``</name>`` ("" when absent)."""
+    match = re.search(rf"^<{name}(?: [^>]*)?>\n(.*?)\n</{name}>$", prompt, re.S | re.M)
+    return match.group(1) if match else ""
+
+
+def trajectory_blocks(prompt: str, section: str = "failed_trajectories") -> dict[str, str]:
+    """The trajectories of a section of a proposer prompt: id -> the block's text."""
+    body = prompt_section(prompt, section)
+    return dict(re.findall(r'^<trajectory id="([^"]+)"[^>]*>\n(.*?)\n</trajectory>$', body, re.S | re.M))

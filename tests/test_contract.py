@@ -178,6 +178,14 @@ def scoring_keys_reordered(root: Path) -> None:
     write_jsonl(root / "train.jsonl", rows)
 
 
+def feedback_policy_set(root: Path) -> None:
+    text = (root / "scoring.md").read_text(encoding="utf-8")
+    write(
+        root / "scoring.md",
+        text.replace('"mixed_weight": 0.25}', '"mixed_weight": 0.25, "feedback": "no-answers"}'),
+    )
+
+
 def readme_added(root: Path) -> None:
     write(root / "README.md", "Notes for suite authors.\n")
 
@@ -197,6 +205,7 @@ CHANGES_CONTRACT: list[Callable[[Path], None]] = [
     task_scoring_mode_added,
     val_task_scoring_changed,
     task_scoring_extra_field_changed,
+    feedback_policy_set,
 ]
 
 KEEPS_CONTRACT: list[Callable[[Path], None]] = [
@@ -222,6 +231,14 @@ def test_contract_hash_is_sha256_hex(base: Path) -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", suite.contract_hash)
     assert re.fullmatch(r"[0-9a-f]{64}", suite.content_hash)
     assert suite.contract_hash != suite.content_hash
+
+
+def test_the_contract_hash_of_a_suite_is_what_it_was(base: Path) -> None:
+    """Pinned: scores gained feedback (run schema 7) and scoring.md a ``feedback`` key, and a suite
+    that does not set it keeps the contract it had, so its old scores and cached rollouts stay comparable."""
+    assert (
+        load_suite(base).contract_hash == "72e17ac357016ca7951089e58ff789ad8f3acb71afb41514b8bafd1064bc292a"
+    )
 
 
 def test_hashes_are_stable_across_loads(base: Path) -> None:

@@ -20,18 +20,15 @@ from skilltune.suite import load_suite
 from skilltune.training import resume, train
 from tests.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, prompt_of
 from tests.fakeserver import Failure, FakeModelServer, Reply
-from tests.helpers import MOCK_SKILL, MOCK_SUITE
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, trajectory_blocks
 
 POOL = load_suite(MOCK_SUITE).config.model_extra["proposer_pool"]  # type: ignore[index]
 
 
 def analyst(body: dict[str, Any]) -> str:
     """A scripted analyst: maps the SYMPTOM lines of failed trajectories to pool rules."""
-    prompt = prompt_of(body)
-    failures = prompt.split("## Failed trajectories", 1)[1].split("## Successful trajectories", 1)[0]
     edits = []
-    for block in failures.split("### ")[1:]:
-        trajectory = block.split(" ", 1)[0]
+    for trajectory, block in trajectory_blocks(prompt_of(body)).items():
         for line in block.splitlines():
             if line.startswith("SYMPTOM:"):
                 for entry in POOL:
@@ -92,7 +89,7 @@ def test_api_proposer_trains_with_one_repair_retry(tmp_path: Path, monkeypatch: 
     for request in server.requests:
         text = prompt_of(request["body"])
         assert not [i for i in held_out if i in text]
-        assert re.search(r"### train-[a-z-]+#r\d+", text)
+        assert re.search(r'<trajectory id="train-[a-z-]+#r\d+"', text)
     config = (tmp_path / "api" / "config.json").read_text()
     assert "test-key" not in config
 

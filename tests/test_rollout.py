@@ -55,13 +55,15 @@ def test_layout_and_record(tmp_path: Path) -> None:
     assert (record.task_id, record.split, record.replicate, record.seed) == ("a/b c", "train", 2, 7)
     assert load_record(folder) == record
     score = json.loads((folder / "score.json").read_text())
-    assert set(score) == {"schema_version", "hard", "soft", "mixed", "checks", "contract"}
+    assert set(score) == {"schema_version", "hard", "soft", "mixed", "checks", "contract", "feedback"}
     assert score["contract"] == runner.suite.contract_hash
+    assert score["feedback"].startswith("2 of 2 required items in the output (found: 'PASS:state-a-default'")
     conversation = json.loads((folder / "conversation.json").read_text())
     assert [m["role"] for m in conversation] == ["user", "assistant", "system"]
     assert conversation[0]["content"] == "Do the a/b c thing."
-    # No reference answer in the conversation: the summary has numbers, not checks.
+    # No reference answer in the conversation: the summary has numbers, not checks or feedback.
     assert "PASS:state-a-default" not in conversation[2]["content"]
+    assert "required items" not in conversation[2]["content"]
 
 
 def test_diff_holds_the_agents_changes_only(tmp_path: Path) -> None:

@@ -197,7 +197,7 @@ def test_gate_json_of_schema_5_migrates_to_the_task_level_verdict() -> None:
     old = {"schema_version": 5, "decision": "accept", "reason": "gain +0.200 crossed the bound", "metric": "mixed",
            "val_candidate": 0.6, "val_incumbent": 0.4, "rounds": rounds, "rollouts": 40, "alpha": 0.016}  # fmt: skip
     verdict = Verdict.parse(old, "gate.json")
-    assert verdict.schema_version == SCHEMA_VERSION == 6
+    assert verdict.schema_version == SCHEMA_VERSION
     assert verdict.test == "replicate-t" and verdict.accept and verdict.alpha == 0.016
     assert verdict.reused == 0 and verdict.prefetched == 0 and verdict.rounds[0].pairs == []
     one_pass = old | {"rounds": [rounds[0] | {"statistic": {"mean_diff": 0.2}}]}
@@ -318,3 +318,19 @@ def test_a_retried_rollout_keeps_each_failed_attempt(tmp_path: Path) -> None:
     assert all("scripted infra error" in (a.reason or "") for a in record.attempt_history)
     for attempt in record.attempt_history:
         assert attempt.events is not None and (path.parent / attempt.events).is_file()
+
+
+def test_a_record_of_schema_6_reads_with_a_score_without_feedback() -> None:
+    """Schema 7 gave a score its scorer's feedback: a record.json of schema 6 (its score has none) reads
+    with empty feedback and is written back as schema 7 with the field."""
+    score = {"hard": 0, "soft": 0.5, "mixed": 0.25, "checks": ["missing:owner"], "contract": "c" * 64}
+    raw = {"schema_version": 6, "task_id": "t", "split": "train", "phase": "train", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
+           "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00", "score": score}  # fmt: skip
+    record = RolloutRecord.parse(raw, "record.json")
+    assert record.schema_version == SCHEMA_VERSION == 7
+    assert (
+        record.score is not None and record.score.feedback == "" and record.score.checks == ["missing:owner"]
+    )
+    with pytest.raises(NewerRunFileError):
+        RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")

@@ -503,10 +503,10 @@ def test_make_score_accepts_valid_values() -> None:
 
 
 def test_score_file_json_keys() -> None:
-    score = make_score(1, 0.25, ["x"], weight=0.5, contract="h" * 64)
+    score = make_score(1, 0.25, ["x"], weight=0.5, contract="h" * 64, feedback=" all found \n")
     data = score.file_json()
-    assert set(data) == {"schema_version", "hard", "soft", "mixed", "checks", "contract"}
-    assert data["schema_version"] == SCORE_SCHEMA_VERSION
+    assert set(data) == {"schema_version", "hard", "soft", "mixed", "checks", "contract", "feedback"}
+    assert data["schema_version"] == SCORE_SCHEMA_VERSION == 2
     assert data == {
         "schema_version": SCORE_SCHEMA_VERSION,
         "hard": 1,
@@ -514,6 +514,7 @@ def test_score_file_json_keys() -> None:
         "mixed": 0.625,
         "checks": ["x"],
         "contract": "h" * 64,
+        "feedback": "all found",
     }
     json.dumps(data)  # serialisable as is
 

@@ -318,7 +318,7 @@ def test_mock_proposer_turns_hints_into_rules_and_sees_failure_classes(tmp_path:
         "- Check before you finish that this does not happen: symptom of missing verify-output."
     ]
     assert "FAILURE-CLASS-MARKER" in reflections.calls[0].prompt
-    assert "## Failure classes" in reflections.calls[0].prompt
+    assert "<failure_classes>\n" in reflections.calls[0].prompt
 
 
 # --- the whole round trip, as a skill-trainer user types it ------------------------------------------
@@ -389,26 +389,35 @@ def test_rubric_receipts_and_failure_classes_reach_the_proposer(tmp_path: Path) 
     result = train(root, skill / "SKILL.md", tag="sql", runs_dir=str(tmp_path / "runs"), max_steps=1, seed=0)
     reflections = ReflectionsFile.read(Path(result.run_dir) / "steps" / "step_0001" / "reflections.json")
     prompt = reflections.calls[0].prompt
-    assert "The scorer's checks:\nran, rows:12!=9, symptom:ghost-rows" in prompt
+    assert "<checks>\nran, rows:12!=9, symptom:ghost-rows\n</checks>" in prompt
     assert "FAILURE-CLASS-MARKER" in prompt
     assert [e.text for e in reflections.edits] == [
         "- Check before you finish that this does not happen: ghost-rows."
     ]
 
 
-def test_checklist_checks_never_reach_the_proposer(tmp_path: Path) -> None:
-    root = write_suite(
-        tmp_path / "s",
-        train=[rule_task(f"t{i}", ["secret-rule"]) for i in range(2)],
-        val=[rule_task("v0", ["secret-rule"])],
-    )
+def test_checklist_checks_never_reach_the_proposer_and_no_answers_hides_the_items(tmp_path: Path) -> None:
+    """A checklist's checks are the expected strings: they never reach the proposer as checks. Its
+    feedback names the missing items (the default, ``full``), or only counts them (``no-answers``)."""
     skill = tmp_path / "skill"
     skill.mkdir()
     (skill / "SKILL.md").write_text("---\nname: c\ndescription: d\n---\n\n- Be brief.\n")
-    result = train(root, skill, tag="c", runs_dir=str(tmp_path / "runs"), max_steps=1, seed=0)
-    prompt = (
-        ReflectionsFile.read(Path(result.run_dir) / "steps" / "step_0001" / "reflections.json")
-        .calls[0]
-        .prompt
-    )
-    assert "The scorer's checks" not in prompt and "missing:PASS:secret-rule" not in prompt
+    prompts = {}
+    for policy in ("full", "no-answers"):
+        root = write_suite(
+            tmp_path / policy,
+            train=[rule_task(f"t{i}", ["secret-rule"]) for i in range(2)],
+            val=[rule_task("v0", ["secret-rule"])],
+            config={"feedback": policy},
+        )
+        result = train(root, skill, tag="c", runs_dir=str(tmp_path / f"runs-{policy}"), max_steps=1, seed=0)
+        prompts[policy] = (
+            ReflectionsFile.read(Path(result.run_dir) / "steps" / "step_0001" / "reflections.json")
+            .calls[0]
+            .prompt
+        )
+    for prompt in prompts.values():
+        assert "<checks>" not in prompt and "missing:PASS:secret-rule" not in prompt
+    assert "missing: 'PASS:secret-rule'" in prompts["full"]
+    assert "PASS:secret-rule" not in prompts["no-answers"] and "RESULT: solved" not in prompts["no-answers"]
+    assert "required items in the output (the suite keeps them hidden)" in prompts["no-answers"]

@@ -33,7 +33,7 @@ from skilltune.judge.prompt import (
     messages,
     reference_text,
 )
-from skilltune.judge.verdict import aggregate, parse_reply
+from skilltune.judge.verdict import aggregate, parse_reply, verdict_feedback
 from skilltune.runfiles.base import RunFileError
 from skilltune.runfiles.judge import JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
 from skilltune.score.base import Score, Scored, Scorer, ScoringFields, ScoringUsage
@@ -156,12 +156,15 @@ class JudgeScorer(Scorer):
 
     def _judge(self, task: Task, output: str, inputs: JudgeInputsFile, record_dir: Path | None) -> Scored:
         if not output.strip():  # skill-trainer: an empty output scores 0 and costs no call
-            return Scored(self.make(0, 0.0, ["output_empty"]))
+            empty = "the final output was empty: nothing was judged"
+            return Scored(self.make(0, 0.0, ["output_empty"], self.allowed_feedback(empty, empty)))
         case = self.case(task, output, inputs)
         settings = self.suite.judge
         drawn = self.verdicts(case, settings.samples, record_dir / JUDGE_FILE if record_dir else None)
         hard, soft, checks = aggregate(drawn.samples, settings.criteria_weights, settings.pass_threshold)
-        return Scored(self.make(hard, soft, [*checks, f"ref:{case.mode}"]), drawn.usage)
+        first = drawn.samples[0]
+        feedback = self.allowed_feedback(verdict_feedback(first), verdict_feedback(first, evidence=False))
+        return Scored(self.make(hard, soft, [*checks, f"ref:{case.mode}"], feedback), drawn.usage)
 
     def verdicts(self, case: JudgeCase, samples: int, path: Path | None) -> Drawn:
         """``samples`` verdicts on ``case``: judge.json at ``path`` when its key matches, else drawn

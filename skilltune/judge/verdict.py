@@ -169,3 +169,14 @@ def aggregate(
     checks += [f"crit_missing:{name}" for name in (weights or {}) if name not in per_criterion]
     checks.append(f"judge:{'pass' if hard else 'fail'} ({passes}/{n} samples passed)")
     return hard, soft, checks
+
+
+def verdict_feedback(verdict: JudgeVerdict, evidence: bool = True) -> str:
+    """What the judge said about one rollout: its reasoning and each criterion's score with its
+    evidence (skill-trainer feeds its editors the same); ``evidence=False``: the scores alone
+    (the reasoning and evidence may quote the reference)."""
+    if not evidence:
+        return "\n".join(f"- {c.name} {c.score:.2f}" for c in verdict.criteria)
+    lines = [verdict.reasoning.strip()] if verdict.reasoning.strip() else []
+    lines += [f"- {c.name} {c.score:.2f}: {' '.join(c.evidence.split())}" for c in verdict.criteria]
+    return "\n".join(lines)

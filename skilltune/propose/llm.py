@@ -24,7 +24,7 @@ from skilltune.errors import SkilltuneError, UsageError
 from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Provider, resolve_endpoint
 from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
-from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
+from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt, tagged
 
 _FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 
@@ -112,8 +112,8 @@ class ModelProposer(Proposer):
             edits = self._edits(answer.text)
         except ValueError as first:
             repair = (
-                f"{prompt}\n\n## Your previous answer could not be used\n\n{first}\n\n"
-                'Answer again with JSON only: {"edits": [...]} as described above.'
+                f"{prompt}\n\nYour previous answer could not be used:\n\n{tagged('problem', str(first))}\n\n"
+                'Answer again with the JSON object only, {"edits": [...]}, as described at the top.'
             )
             answer = self._call("analyst (repair)", repair, calls)
             try:
@@ -139,12 +139,8 @@ class ModelProposer(Proposer):
     def _rewrite(self, packet: EvidencePacket) -> Proposal:
         calls: list[ProposerCall] = []
         causes = self._call("failure analyst", rewrite_prompt(packet, "failure analyst"), calls).text
-        draft = self._call(
-            "author", rewrite_prompt(packet, "author", f"## Failure causes\n\n{causes}"), calls
-        ).text
-        review_prompt = rewrite_prompt(
-            packet, "red-team reviewer", f"## The author's draft\n\n{extract_document(draft)}"
-        )
+        draft = self._call("author", rewrite_prompt(packet, "author", causes=causes), calls).text
+        review_prompt = rewrite_prompt(packet, "red-team reviewer", draft=extract_document(draft))
         final = extract_document(self._call("red-team reviewer", review_prompt, calls).text)
         files = dict(packet.skill_files)
         files[packet.skill_main] = final

@@ -58,7 +58,8 @@ def hints(trajectory: Trajectory) -> list[str]:
     found = [s for s in symptoms(trajectory) if s]
     if not found:
         found = [c.split(":", 1)[1].strip() for c in trajectory.checks if c.startswith("symptom:")]
-    if not found and trajectory.feedback.strip():
+    # Only the judge's feedback: the other modes' (the expected answer) would change the demo's draws.
+    if not found and trajectory.mode == "judge" and trajectory.feedback.strip():
         first = re.split(r"(?<=[.!?])\s", trajectory.feedback.strip().splitlines()[0], maxsplit=1)[0]
         found = [first.strip()] if first.strip() else []
         found = [f[:200] for f in found]
@@ -168,7 +169,7 @@ class MockProposer(Proposer):
             ProposerCall(
                 role="author",
                 model="mock",
-                prompt=rewrite_prompt(packet, "author", f"## Failure causes\n\n{causes}"),
+                prompt=rewrite_prompt(packet, "author", causes=causes),
                 response=text,
             )
         )
@@ -176,7 +177,7 @@ class MockProposer(Proposer):
             ProposerCall(
                 role="red-team reviewer",
                 model="mock",
-                prompt=rewrite_prompt(packet, "red-team reviewer", f"## Draft\n\n{text}"),
+                prompt=rewrite_prompt(packet, "red-team reviewer", draft=text),
                 response=text,
             )
         )

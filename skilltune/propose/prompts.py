@@ -1,10 +1,14 @@
 """Proposer prompts, rendered from the templates in ``skilltune/prompts/``.
 
-Every prompt is built from an EvidencePacket, which holds train evidence only.
+Every prompt is built from an EvidencePacket, which holds train evidence only. Each part of
+a prompt sits in its own tagged section (``<skill>``, ``<memory>``, ``<failed_trajectories>``...),
+so a model cannot take the evidence for part of the skill; the edit format is described in
+words, never shown as a sample a small model would copy.
 """
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from string import Template
 
@@ -12,10 +16,39 @@ from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
 
 _OUTPUT_CHARS = 3000
 _DIFF_CHARS = 2000
+# The sections of the prompts: text quoted inside one (an agent's output, a task) must not close it.
+TAGS = (
+    "skill", "memory", "failure_classes", "rejected_edits", "failed_trajectories",
+    "successful_trajectories", "trajectory", "task", "final_output", "scorer_feedback", "checks",
+    "diff", "failure_causes", "draft", "comparison", "kept_edits", "previous_answer", "problem",
+)  # fmt: skip
+_CLOSING = re.compile(r"</(" + "|".join(TAGS) + r")>")
 
 
 def template(name: str) -> Template:
     return Template(resources.files("skilltune.prompts").joinpath(f"{name}.md").read_text(encoding="utf-8"))
+
+
+def quoted(text: str) -> str:
+    """``text`` with closing tags of the prompt's sections defused (``</skill>`` -> ``<\\/skill>``)."""
+    return _CLOSING.sub(r"<\\/\1>", text)
+
+
+def tagged(name: str, text: str) -> str:
+    """Quoted ``text`` in a section ``<name>`` ... ``</name>``."""
+    return wrapped(name, quoted(text))
+
+
+def wrapped(name: str, rendered: str, attrs: str = "") -> str:
+    """``rendered`` (sections already, or quoted text) in a section ``<name attrs>`` ... ``</name>``."""
+    return f"<{name}{' ' + attrs if attrs else ''}>\n{rendered.strip(chr(10))}\n</{name}>"
+
+
+def skill_section(text: str, name: str = "") -> str:
+    """The skill file as it is: only a literal ``</skill>`` in it is defused (anchors are copied from here)."""
+    body = text.strip("\n").replace("</skill>", "<\\/skill>")
+    attrs = f' file="{quoted(name)}"' if name else ""
+    return f"<skill{attrs}>\n{body}\n</skill>"
 
 
 def render_trajectories(trajectories: list[Trajectory]) -> str:
@@ -26,23 +59,18 @@ def render_trajectories(trajectories: list[Trajectory]) -> str:
         output = (
             t.output if len(t.output) <= _OUTPUT_CHARS else t.output[:_OUTPUT_CHARS] + "\n[output truncated]"
         )
-        block = [
-            f"### {t.id} (task {t.task_id}; hard {t.hard}, soft {t.soft:.2f}, status {t.status})",
-            "",
-            "Task:",
-            t.prompt,
-            "",
-            "Final output:",
-            output,
-        ]
-        if t.checks:
-            block += ["", "The scorer's checks:", ", ".join(t.checks)]
+        parts = [tagged("task", t.prompt), tagged("final_output", output or "(empty)")]
         if t.feedback.strip():
-            block += ["", "The judge's feedback:", t.feedback.strip()]
+            parts.append(tagged("scorer_feedback", t.feedback.strip()))
+        if t.checks:
+            parts.append(tagged("checks", ", ".join(t.checks)))
         if t.diff.strip():
             diff = t.diff if len(t.diff) <= _DIFF_CHARS else t.diff[:_DIFF_CHARS] + "\n[diff truncated]"
-            block += ["", "Diff of the agent's changes:", diff]
-        blocks.append("\n".join(block))
+            parts.append(tagged("diff", diff))
+        attrs = (
+            f'id="{t.id}" task="{quoted(t.task_id)}" hard="{t.hard}" soft="{t.soft:.2f}" status="{t.status}"'
+        )
+        blocks.append(wrapped("trajectory", "\n".join(parts), attrs))
     return "\n\n".join(blocks)
 
 
@@ -52,21 +80,27 @@ def render_rejected(rejected: list[RejectedEdit]) -> str:
     return "\n".join(f"- step {r.step}: {r.edit} — {r.evidence}" for r in rejected)
 
 
+def trajectory_ids(packet: EvidencePacket) -> str:
+    """The ids an edit may cite, quoted, comma-separated (failures first)."""
+    ids = [t.id for t in [*packet.failures, *packet.successes]]
+    return ", ".join(f'"{i}"' for i in ids) if ids else "(none)"
+
+
 def _common(packet: EvidencePacket) -> dict[str, str]:
+    classes = packet.failure_classes.strip()
     return {
         "skill_main": packet.skill_main,
-        "skill_text": packet.skill_files[packet.skill_main],
-        "memory": packet.memory.strip() or "(empty)",
-        "rejected": render_rejected(packet.rejected),
-        "failures": render_trajectories(packet.failures),
-        "successes": render_trajectories(packet.successes),
+        "skill": skill_section(packet.skill_files[packet.skill_main], packet.skill_main),
+        "memory": tagged("memory", packet.memory.strip() or "(empty)"),
+        "rejected": tagged("rejected_edits", render_rejected(packet.rejected)),
+        "failures": wrapped("failed_trajectories", render_trajectories(packet.failures)),
+        "successes": wrapped("successful_trajectories", render_trajectories(packet.successes)),
         "max_edits": str(packet.max_edits),
-        "failure_classes": (
-            "\n\n## Failure classes (the suite's guide from symptoms to mechanisms)\n\n"
-            + packet.failure_classes.strip()
-            if packet.failure_classes.strip()
-            else ""
-        ),
+        "trajectory_ids": trajectory_ids(packet),
+        "failure_classes": f"\n\n{tagged('failure_classes', classes)}" if classes else "",
+        "failure_classes_named": ", <failure_classes> (the suite's guide from symptoms to mechanisms)"
+        if classes
+        else "",
     }
 
 
@@ -75,23 +109,26 @@ def reflect_prompt(packet: EvidencePacket) -> str:
 
 
 ROLE_INSTRUCTIONS = {
-    "failure analyst": "List the distinct failure causes the trajectories show, most frequent first, one line each, with the trajectory ids behind each.",
-    "author": "Write the complete new skill document (front matter included) that fixes the failure causes while keeping what works.",
-    "red-team reviewer": "Review the author's draft against the evidence: point out rules that are unsupported, task-specific or likely to hurt, and return the corrected complete document.",
+    "failure analyst": "List the distinct failure causes the trajectories show, most frequent first, one line each, with the ids of the trajectories behind each.",
+    "author": "Write the complete new skill document (front matter included) that fixes the failure causes given in <failure_causes> while keeping what works. Answer with the document alone, in one ```markdown fenced block.",
+    "red-team reviewer": "Review the author's draft given in <draft> against the evidence: remove or fix rules that are unsupported, task-specific or likely to hurt. Answer with the corrected complete document alone, in one ```markdown fenced block.",
 }
 
 
-def rewrite_prompt(packet: EvidencePacket, role: str, extra: str = "") -> str:
-    text = template("rewrite").substitute(
-        _common(packet), role=role, role_instructions=ROLE_INSTRUCTIONS[role]
+def rewrite_prompt(packet: EvidencePacket, role: str, *, causes: str = "", draft: str = "") -> str:
+    """The prompt of one rewrite role; the author gets the analyst's ``causes``, the reviewer the ``draft``."""
+    extra = (f"\n\n{tagged('failure_causes', causes)}" if causes else "") + (
+        f"\n\n{tagged('draft', draft)}" if draft else ""
     )
-    return text + (f"\n\n{extra}" if extra else "")
+    return template("rewrite").substitute(
+        _common(packet), role=role, role_instructions=ROLE_INSTRUCTIONS[role], extra=extra
+    )
 
 
 def slow_update_prompt(skill_text: str, comparison: str, kept: list[str], rejected: list[str]) -> str:
     return template("slow_update").substitute(
-        skill_text=skill_text,
-        comparison=comparison,
-        kept="\n".join(f"- {k}" for k in kept) or "(none)",
-        rejected="\n".join(f"- {r}" for r in rejected) or "(none)",
+        skill=skill_section(skill_text),
+        comparison=tagged("comparison", comparison),
+        kept=tagged("kept_edits", "\n".join(f"- {k}" for k in kept) or "(none)"),
+        rejected=tagged("rejected_edits", "\n".join(f"- {r}" for r in rejected) or "(none)"),
     )

@@ -1,11 +1,13 @@
 """Reflect: turn train rollouts into the evidence packet a proposer reads.
 
-Only train-phase records enter a packet. The checks of exact, checklist and command
-scores never do (they are the expected strings, the command); those of a rubric, a
-Python env or the judge do: their authors write them as receipts (skill-trainer's
-``symptom:<class>``, ``crit:<name>=...``), which the suite's failure_classes.md maps to
-mechanisms. The analyst sees the task, the agent's output, its diff, the score's numbers
-and those checks and, for a judged rollout, the judge's reasoning and evidence.
+Only train-phase records enter a packet: the feedback of val and test scores never leaves
+the gate. The analyst sees the task, the agent's output, its diff, the score's numbers and
+the scorer's feedback (score.json's ``feedback``: the expected answer, the missing items, the
+failing command's output, the judge's evidence, as far as the suite's ``feedback`` policy
+allows). The checks of exact, checklist and command scores never enter (the feedback says the
+same in words); those of a rubric, a Python env or the judge do, unless the policy is
+``none``: their authors write them as receipts (skill-trainer's ``symptom:<class>``,
+``crit:<name>=...``), which the suite's failure_classes.md maps to mechanisms.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import SkilltuneError
+from skilltune.judge.verdict import verdict_feedback
 from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
@@ -35,8 +38,8 @@ _FEEDBACK_LIMIT = 3000
 
 
 def judge_feedback(folder: Path) -> str:
-    """The first verdict's reasoning and per-criterion evidence of a judged rollout (what skill-trainer
-    feeds its editors), or "" for a rollout that was not judged."""
+    """The first verdict's reasoning and per-criterion evidence of a judged rollout, or "" for a
+    rollout that was not judged: the feedback of a record written before scores carried theirs."""
     path = folder / "judge.json"
     if not path.is_file():
         return ""
@@ -44,9 +47,15 @@ def judge_feedback(folder: Path) -> str:
         verdict = JudgeFile.read(path).samples[0]
     except (RunFileError, IndexError):
         return ""
-    lines = [verdict.reasoning.strip()] if verdict.reasoning.strip() else []
-    lines += [f"- {c.name} {c.score:.2f}: {' '.join(c.evidence.split())}" for c in verdict.criteria]
-    return "\n".join(lines)[:_FEEDBACK_LIMIT]
+    return verdict_feedback(verdict)[:_FEEDBACK_LIMIT]
+
+
+def scorer_feedback(record: RolloutRecord, folder: Path, suite: Suite, mode: str) -> str:
+    """What the scorer said about a train rollout (its score's feedback, as the suite's policy let it)."""
+    assert record.score is not None
+    if record.score.feedback or suite.config.feedback != "full" or mode != "judge":
+        return record.score.feedback
+    return judge_feedback(folder)  # a judged record of run schema 6 or older
 
 
 def failure_classes(suite: Suite) -> str:
@@ -60,6 +69,8 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     if record.score is None:
         raise ValueError("unscored rollouts are not evidence")
     task = suite.task(record.task_id)
+    mode = suite.scoring_mode(task)
+    receipts = mode in RECEIPT_MODES and suite.config.feedback != "none"
     output = (folder / "output.txt").read_text(encoding="utf-8") if (folder / "output.txt").is_file() else ""
     diff = (folder / "diff.patch").read_text(encoding="utf-8") if (folder / "diff.patch").is_file() else ""
     return Trajectory(
@@ -71,8 +82,9 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
         soft=record.score.soft,
         status=record.status,
         diff=diff[:_DIFF_LIMIT],
-        feedback=judge_feedback(folder),
-        checks=list(record.score.checks) if suite.scoring_mode(task) in RECEIPT_MODES else [],
+        mode=mode,
+        feedback=scorer_feedback(record, folder, suite, mode),
+        checks=list(record.score.checks) if receipts else [],
     )
 
 

@@ -32,6 +32,8 @@ field has a default); a judge.json or judge_inputs.json claiming a version befor
 6 = gate.json holds the task-level test: ``Verdict.test``, ``reused`` and ``prefetched``, each ``Round``'s
 ``reused`` incumbent rollouts and per-(task, replicate) ``pairs`` (gate.json of schema 5 or older
 is migrated: its sequential verdicts are marked ``test: replicate-t``).
+7 = a score (record.json's ``score``, score.json) carries ``feedback``: what the scorer says a person
+would need to fix the failure. Files of version 6 read unchanged, with no feedback.
 """
 
 from __future__ import annotations

@@ -18,8 +18,12 @@ from skilltune.errors import ContractMismatchError, ScoringError
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
     from skilltune.suite import Suite, Task
+    from skilltune.suite.model import FeedbackPolicy
 
-SCORE_SCHEMA_VERSION = 1
+# 2 = ``feedback``: what the scorer says a person would need to fix the failure (a file of
+# version 1 reads with none).
+SCORE_SCHEMA_VERSION = 2
+FEEDBACK_LIMIT = 4000  # characters of feedback a score keeps
 
 
 class Score(BaseModel):
@@ -27,7 +31,9 @@ class Score(BaseModel):
 
     Invariants: ``hard`` is 0 or 1; ``soft`` and ``mixed`` lie in [0, 1];
     ``mixed = (1 - w) * hard + w * soft`` with the suite's ``mixed_weight`` w;
-    ``contract`` is the scoring-contract hash of the suite that produced it.
+    ``contract`` is the scoring-contract hash of the suite that produced it;
+    ``feedback`` is what the scorer says a person would need to fix a failure, as far as the
+    suite's ``feedback`` policy lets it (the analyst reads it for train rollouts only).
     A Score only exists for a rollout that was actually scored.
     """
 
@@ -36,6 +42,7 @@ class Score(BaseModel):
     mixed: float = Field(ge=0.0, le=1.0)
     checks: list[str] = Field(default_factory=list)
     contract: str
+    feedback: str = ""
 
     def metric(self, name: str) -> float:
         if name not in ("hard", "soft", "mixed"):
@@ -43,7 +50,7 @@ class Score(BaseModel):
         return float(getattr(self, name))
 
     def file_json(self) -> dict[str, Any]:
-        """The score.json object: ``{schema_version, hard, soft, mixed, checks, contract}``."""
+        """The score.json object: ``{schema_version, hard, soft, mixed, checks, contract, feedback}``."""
         return {"schema_version": SCORE_SCHEMA_VERSION, **self.model_dump(mode="json")}
 
 
@@ -73,7 +80,9 @@ class Scored:
     usage: ScoringUsage | None = None
 
 
-def make_score(hard: Any, soft: Any, checks: Iterable[Any], *, weight: float, contract: str) -> Score:
+def make_score(
+    hard: Any, soft: Any, checks: Iterable[Any], *, weight: float, contract: str, feedback: str = ""
+) -> Score:
     """Build a Score from a scorer's raw answer, refusing values a scorer must not return."""
     try:
         hard_f = float(hard)
@@ -92,13 +101,35 @@ def make_score(hard: Any, soft: Any, checks: Iterable[Any], *, weight: float, co
         mixed=min(1.0, max(0.0, mixed)),
         checks=[str(c) for c in checks],
         contract=contract,
+        feedback=_capped(feedback.strip()),
     )
 
 
-def score_from_mapping(raw: Any, *, weight: float, contract: str, source: str) -> Score:
-    """Normalise what a user scorer returned (a mapping or an object with hard/soft/checks)."""
+def _capped(text: str) -> str:
+    cut = "\n[feedback truncated]"
+    return text if len(text) <= FEEDBACK_LIMIT else text[: FEEDBACK_LIMIT - len(cut)] + cut
+
+
+def feedback_text(raw: Any, source: str) -> str:
+    """A user scorer's ``feedback`` (a string, or a list of strings: one a line)."""
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list | tuple) and all(isinstance(line, str) for line in raw):
+        return "\n".join(raw)
+    raise ScoringError(f"{source} returned feedback of type {type(raw).__name__}; expected a string")
+
+
+def score_from_mapping(
+    raw: Any, *, weight: float, contract: str, source: str, policy: FeedbackPolicy = "full"
+) -> Score:
+    """Normalise what a user scorer returned (a mapping or an object with hard/soft/checks and an
+    optional ``feedback``). Its feedback is free text, which may hold the answer: only the
+    ``full`` policy keeps it."""
     if isinstance(raw, Score):
-        return make_score(raw.hard, raw.soft, raw.checks, weight=weight, contract=contract)
+        kept = raw.feedback if policy == "full" else ""
+        return make_score(raw.hard, raw.soft, raw.checks, weight=weight, contract=contract, feedback=kept)
     if isinstance(raw, Mapping):
         get = raw.get
     elif hasattr(raw, "hard") and hasattr(raw, "soft"):
@@ -111,7 +142,8 @@ def score_from_mapping(raw: Any, *, weight: float, contract: str, source: str) -
     if get("hard") is None or get("soft") is None:
         raise ScoringError(f"{source} returned no hard/soft: {raw!r}")
     checks = get("checks", []) or []
-    return make_score(get("hard"), get("soft"), checks, weight=weight, contract=contract)
+    feedback = feedback_text(get("feedback"), source) if policy == "full" else ""
+    return make_score(get("hard"), get("soft"), checks, weight=weight, contract=contract, feedback=feedback)
 
 
 def require_same_contract(contracts: Iterable[str]) -> str:
@@ -231,11 +263,23 @@ class Scorer(ABC):
     def preflight(self) -> None:  # noqa: B027 (most modes need nothing: a hook, not an abstract method)
         """Raise UsageError when nothing could be scored (checked before a run spends anything)."""
 
-    def make(self, hard: Any, soft: Any, checks: Iterable[Any]) -> Score:
+    @property
+    def feedback_policy(self) -> FeedbackPolicy:
+        """The suite's ``feedback`` key of scoring.md: how much a score may say."""
+        policy: FeedbackPolicy = self.suite.config.feedback
+        return policy
+
+    def allowed_feedback(self, full: str, no_answers: str) -> str:
+        """The feedback the suite's policy allows: ``full`` (answers included), ``no_answers``
+        (what failed, nothing of what was expected) or none."""
+        return {"full": full, "no-answers": no_answers}.get(self.feedback_policy, "")
+
+    def make(self, hard: Any, soft: Any, checks: Iterable[Any], feedback: str = "") -> Score:
         return make_score(
             hard,
             soft,
             checks,
             weight=self.suite.config.mixed_weight,
             contract=self.suite.contract_hash,
+            feedback=feedback,
         )

@@ -56,8 +56,52 @@ class ExactScorer(Scorer):
         fields = self.fields(task)
         assert isinstance(fields, ExactFields)
         flags = re.IGNORECASE if fields.ignore_case else 0
-        found = re.search(fields.expected, result.final_text, flags) is not None
-        return self.make(int(found), float(found), ["expected_found" if found else "expected_missing"])
+        match = re.search(fields.expected, result.final_text, flags)
+        checks = ["expected_found" if match else "expected_missing"]
+        if match:
+            feedback = self.allowed_feedback(
+                f"the output matched the expected {_expected(fields)}: {match.group(0)!r}",
+                "the output matched the expected answer",
+            )
+        else:
+            held = f"the output held: {_excerpt(result.final_text)}"
+            feedback = self.allowed_feedback(
+                f"expected {_expected(fields)} in the output; {held}",
+                f"the output did not hold the expected answer (the suite keeps it hidden); {held}",
+            )
+        return self.make(int(bool(match)), float(bool(match)), checks, feedback)
+
+
+_REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
+
+
+def _expected(fields: ExactFields) -> str:
+    """The expected pattern as a person reads it, with the answer it encodes when it is a plain one."""
+    case = ", ignoring case" if fields.ignore_case else ""
+    literal = _literal(fields.expected)
+    if literal is not None and literal != fields.expected:
+        return f"answer {literal!r} (the regex {fields.expected!r}{case})"
+    if literal is not None:
+        return f"answer {literal!r}{case}"
+    return f"regex {fields.expected!r}{case}"
+
+
+def _literal(pattern: str) -> str | None:
+    """The text a regex matches when it matches one text only (word boundaries and anchors aside)."""
+    core = pattern.replace("\\b", "").removeprefix("^")
+    if core.endswith("$") and not core.endswith("\\$"):
+        core = core[:-1]
+    if not core or _REGEX_SYNTAX.search(re.sub(r"\\[^A-Za-z0-9\s]", "", core)):
+        return None
+    return re.sub(r"\\([^A-Za-z0-9\s])", r"\1", core)
+
+
+def _excerpt(text: str, limit: int = 400) -> str:
+    """The agent's final output, shortened to its last ``limit`` characters when longer."""
+    text = text.strip()
+    if not text:
+        return "(nothing: the final output was empty)"
+    return repr(text) if len(text) <= limit else f"...{text[-limit:]!r}"
 
 
 def _not_empty(required: list[str]) -> list[str]:
@@ -88,7 +132,15 @@ class ChecklistScorer(Scorer):
         found = [r for r in required if r in text]
         missing = [r for r in required if r not in text]
         checks = [f"found:{r}" for r in found] + [f"missing:{r}" for r in missing]
-        return self.make(int(not missing), len(found) / len(required), checks)
+        listed = "; ".join(
+            [*(["found: " + ", ".join(map(repr, found))] if found else []),
+             *(["missing: " + ", ".join(map(repr, missing))] if missing else [])]
+        )  # fmt: skip
+        feedback = self.allowed_feedback(
+            f"{len(found)} of {len(required)} required items in the output ({listed})",
+            f"{len(found)} of {len(required)} required items in the output (the suite keeps them hidden)",
+        )
+        return self.make(int(not missing), len(found) / len(required), checks, feedback)
 
 
 class CommandFields(ScoringFields):
@@ -134,17 +186,38 @@ class CommandScorer(Scorer):
                 SKILLTUNE_SUITE=str(self.suite.root.resolve()),  # the command runs in the workspace
                 SKILLTUNE_TASK_ID=task.id,
             )
-            rc, tail = _run_group(fields.command, workspace, env, fields.timeout)
+            rc, lines = _run_group(fields.command, workspace, env, fields.timeout)
+        tail = lines[-1][:160] if lines else ""
         checks = [f"command_exit:{rc}"]
         if rc != 0 and tail:
             checks.append(f"command_output:{tail}")
         if not result.final_text.strip():
             checks.append("note: empty final output (skill-trainer scores it 0 without running the command)")
-        return self.make(int(rc == 0), float(rc == 0), checks)
+        said = "passed" if rc == 0 else "failed"
+        shown = "" if rc == 0 else _relevant_output(lines)
+        feedback = self.allowed_feedback(
+            f"the scoring command `{fields.command}` exited {rc} ({said})"
+            + (f"; its output ends:\n{shown}" if shown else ""),
+            f"the scoring command exited {rc} ({said}; the suite keeps the command and its output hidden)",
+        )
+        return self.make(int(rc == 0), float(rc == 0), checks, feedback)
 
 
-def _run_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
-    """Run a shell command in its own process group; kill the group at the timeout."""
+_FAILURE_LINE = re.compile(r"FAILED|ERROR|Error|error:|assert|Traceback|expected", re.I)
+
+
+def _relevant_output(lines: list[str], tail: int = 25, earlier: int = 15, limit: int = 2500) -> str:
+    """What a person reads to fix a failed command: the lines naming failures (failing test
+    names, errors, assertions) before the last ``tail`` lines, then those lines."""
+    head = [line for line in lines[:-tail] if _FAILURE_LINE.search(line)][:earlier]
+    shown = [*head, *(["..."] if head or len(lines) > tail else []), *lines[-tail:]]
+    text = "\n".join(line[:300] for line in shown)
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _run_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, list[str]]:
+    """Run a shell command in its own process group; kill the group at the timeout. Returns its
+    exit code and the lines it printed (stdout and stderr together)."""
     # shell=True is deliberate: the command comes from the suite author, never from agent output.
     # Output goes to a file, not a pipe: a background child holding a pipe open would
     # otherwise make a finished command look like a hang.
@@ -169,11 +242,12 @@ def _run_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> 
             kill_group(proc.pid)  # reap anything the command left running in the background
         log.seek(0)
         lines = log.read().decode("utf-8", "replace").strip().splitlines()
-    return proc.returncode, (lines[-1][:160] if lines else "")
+    return proc.returncode, lines
 
 
 class RubricScorer(Scorer):
-    """The suite's ``rubric.py``: ``score(task, workdir, mode) -> {hard, soft, checks}``.
+    """The suite's ``rubric.py``: ``score(task, workdir, mode) -> {hard, soft, checks}``, and
+    optionally ``feedback`` (a string or a list of strings: what a person needs to fix a failure).
 
     ``workdir`` is the rollout's workspace, where ``output.txt`` holds the agent's
     final output and ``task.json`` the task (skill-trainer's layout; both written after
@@ -205,6 +279,7 @@ class RubricScorer(Scorer):
             weight=self.suite.config.mixed_weight,
             contract=self.suite.contract_hash,
             source="rubric.py score()",
+            policy=self.feedback_policy,
         )
         if note is not None:
             warnings.warn(f"{self.suite.source}: rubric.py {note}", SkilltuneWarning, stacklevel=2)

@@ -21,6 +21,11 @@ SPLITS = ("train", "val", "test")
 PROMPT_VARIANTS = ("cheap", "full")
 PromptVariant = Literal["cheap", "full"]
 REQUIRED_SPLITS = ("train", "val")
+# scoring.md's ``feedback`` key: what a score may say beyond its numbers. ``full``: everything,
+# expected answers included; ``no-answers``: what failed, never what was expected (no pattern,
+# no checklist item, no command or its output, no free text of rubric.py, score() or the judge);
+# ``none``: nothing (the analyst sees the numbers alone, not even a rubric's checks).
+FeedbackPolicy = Literal["full", "no-answers", "none"]
 # Validation context key: the folder a task's ``files`` must exist in (folder suites set it).
 SUITE_ROOT = "suite_root"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -171,6 +176,8 @@ class SuiteConfig(BaseModel):
     primary_suite: str | None = None
     secondary_suite: str | None = None
     secondary_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    # What scores tell the analyst about failed train rollouts (the expected answer by default).
+    feedback: FeedbackPolicy = "full"
 
 
 class SuiteOptions(BaseModel):

@@ -6,6 +6,7 @@ A module (a ``.py`` file, or ``env.py`` in a folder) defines::
     def tasks(split: str) -> list[dict | Task]: ...     # "train", "val", "test"
     def prepare(task: Task, workspace: Path) -> None:  # build the starting state
     def score(task: Task, workspace: Path, agent_result: AgentResult) -> dict | Score
+    # score's dict: hard, soft, checks, and optionally feedback (what a person needs to fix a failure)
 
 skilltune replaces whatever git history ``prepare`` leaves with a fresh
 single-commit repository, so no history leaks into the workspace. The
@@ -97,6 +98,7 @@ class PythonEnvScorer(Scorer):
             weight=self.suite.config.mixed_weight,
             contract=self.suite.contract_hash,
             source=f"{self.suite.module_path.name} score()",
+            policy=self.feedback_policy,
         )
 
 

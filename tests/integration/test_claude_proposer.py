@@ -30,7 +30,7 @@ from skilltune.suite import load_suite
 from skilltune.training import train
 from tests.conftest import require_cli
 from tests.fakeserver import FakeModelServer, ModelRequest, Reply
-from tests.helpers import MOCK_SKILL, MOCK_SUITE
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, prompt_section, trajectory_blocks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REGENERATE = bool(os.environ.get("SKILLTUNE_REGENERATE_GOLDEN"))
@@ -39,26 +39,17 @@ DISTRACTOR = next(e for e in POOL if e["id"] == "p-distract-length")
 MODEL = "claude-sonnet-4-6"
 
 
-def section(prompt: str, title: str, following: str) -> str:
-    return prompt.split(f"## {title}", 1)[1].split(f"## {following}", 1)[0].strip()
-
-
 def analyst(request: ModelRequest) -> Reply:
     """The scripted analyst: a distractor while nothing was rejected yet, then the symptoms' fixes."""
-    if "## Failed trajectories" not in request.text:
+    if "<failed_trajectories>" not in request.text:
         return Reply(text="skilltune test")  # not the analyst's prompt (a side call)
-    failures = section(request.text, "Failed trajectories", "Successful trajectories")
-    blocks = [b for b in failures.split("### ")[1:] if b.strip()]
-    if (
-        section(request.text, "Edits already tried and rejected by the gate", "Failed trajectories")
-        == "(none)"
-    ):
-        first = blocks[0].split(" ", 1)[0]
+    blocks = trajectory_blocks(request.text)
+    if prompt_section(request.text, "rejected_edits") == "(none)":
+        first = next(iter(blocks))
         edits = [{"op": "append", "text": DISTRACTOR["text"], "rationale": "shorter is better", "support": [first], "kind": "failure"}]  # fmt: skip
     else:
         edits = []
-        for block in blocks:
-            trajectory = block.split(" ", 1)[0]
+        for trajectory, block in blocks.items():
             for line in block.splitlines():
                 if not line.startswith("SYMPTOM:"):
                     continue
@@ -118,11 +109,9 @@ def test_train_with_the_claude_proposer_prompts_match_the_golden_files(
     for prompt in prompts:
         for task in held_out:
             assert task["id"] not in prompt and task["prompt"] not in prompt, task["id"]
-        assert re.search(r"### train-[a-z-]+#r\d+", prompt)
+        assert re.search(r'<trajectory id="train-[a-z-]+#r\d+"', prompt)
     # the rejected-edit buffer: empty at step 1, holds step 1's distractor at step 2
-    rejected = [
-        section(p, "Edits already tried and rejected by the gate", "Failed trajectories") for p in prompts
-    ]
+    rejected = [prompt_section(p, "rejected_edits") for p in prompts]
     assert rejected[0] == "(none)"
     assert rejected[1].startswith("- step 1: append: ") and DISTRACTOR["text"] in rejected[1]
     for number, prompt in enumerate(prompts, start=1):
