@@ -109,7 +109,9 @@ def test_report_of_an_unfinished_run(tmp_path: Path) -> None:
     s = summarize(run)
     assert s.state == "stopped" and not s.units and s.held_out is None
     html = render_report(run)
-    assert "No held-out comparison yet" in html and "No gate has decided yet" in html
+    assert "No gate has decided yet" in html
+    assert "No held-out comparison. The run was stopped (" in html and "Nothing has been kept yet" in html
+    assert s.held_out_commands == [f"skilltune resume {run}"] and f"skilltune resume {run}" in html
 
 
 def test_report_command(demo: Path, tmp_path: Path) -> None:
