@@ -75,12 +75,18 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
     seed_meta = SeedFile.read(run.seed_json)
 
     units = [unit_view(record, run.unit_dir(record.kind, record.index)) for record in records]
-    proposer = {u.name: proposer_usage(run.unit_dir(u.kind, u.index)) for u in (pending if light else units + pending)}
+    proposer = {
+        u.name: proposer_usage(run.unit_dir(u.kind, u.index)) for u in (pending if light else units + pending)
+    }
     for view in pending:  # no record yet: what its folder holds
         tally = rollouts.units.get(view.name)
         if tally is not None:
             view.rollouts, view.tokens, view.cost_usd = tally.rollouts, tally.tokens, round(tally.usd, 6)
         view.tokens += proposer[view.name].tokens
+        if (view.name, "gate") in rollouts.phases and view.decision != "after gate":
+            view.decision = "in gate"  # the gate's stage event comes at its end
+        if view.verdict == "unfinished":
+            view.reason = f"the run ended {state} before this unit's verdict ({view.decision})"
     units = sorted(units + pending, key=lambda u: _position(u, config.epoch_steps))
     stages = _stages(journal, rollouts, proposer)
     seconds: defaultdict[str, float] = defaultdict(float)
@@ -181,7 +187,9 @@ def _unit_records(run: RunDir) -> list[UnitRecord]:
     return sorted((r for r in found if r is not None), key=lambda r: (r.step, r.kind == "epoch"))
 
 
-def _pending(run: RunDir, done: list[UnitRecord], journal: list[JournalEvent], state: RunState) -> list[UnitView]:
+def _pending(
+    run: RunDir, done: list[UnitRecord], journal: list[JournalEvent], state: RunState
+) -> list[UnitView]:
     """The units with a folder but no record: the one a live run is in (``running``: the newest), or
     the one a run ended in before its record (``unfinished``: stopped, out of budget, blocked, killed)."""
     finished = {(r.kind, r.index) for r in done}
@@ -193,13 +201,15 @@ def _pending(run: RunDir, done: list[UnitRecord], journal: list[JournalEvent], s
     views = []
     for position, (_, kind, index, name) in enumerate(found):
         stages = [e.stage for e in journal if isinstance(e, StageDone) and e.unit == name]
-        decision = f"after {stages[-1]}" if stages else "starting"
         running = state == "running" and position == len(found) - 1
         views.append(
             UnitView(
-                name=name, kind="step" if kind == "step" else "epoch", index=index,
-                epoch=0 if kind == "step" else index, verdict="running" if running else "unfinished",
-                decision=decision, reason="" if running else f"the run ended {state} in it ({decision})",
+                name=name,
+                kind="step" if kind == "step" else "epoch",
+                index=index,
+                epoch=0 if kind == "step" else index,
+                verdict="running" if running else "unfinished",
+                decision=f"after {stages[-1]}" if stages else "starting",
             )  # fmt: skip
         )
     return views
@@ -275,7 +285,11 @@ def _cell(value: float | None) -> float | None:
 
 
 def _totals(
-    rollouts: RunRollouts, units: list[UnitView], proposer: dict[str, ProposerUsage], seconds: float, light: bool
+    rollouts: RunRollouts,
+    units: list[UnitView],
+    proposer: dict[str, ProposerUsage],
+    seconds: float,
+    light: bool,
 ) -> Totals:
     """Rollouts, tokens and USD of every record (each rollout run counted once: what the budgets
     count) and the proposer's tokens; a light read tallies only the folders that may still grow (the
