@@ -100,7 +100,7 @@ def make_live(run: Path, unit: str) -> None:
     for name in ("TERMINAL", "comparison.json", "audit.json"):
         (run / name).unlink(missing_ok=True)
     shutil.rmtree(run / "final", ignore_errors=True)
-    kind = unit.split("_")[0]
+    kind = unit.partition("_")[0]
     (run / "steps" / unit / f"{kind}.json").unlink()
     with (run / "journal.jsonl").open("a") as journal:
         journal.write(SessionStart(pid=os.getpid()).model_dump_json() + "\n")

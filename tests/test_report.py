@@ -68,8 +68,9 @@ def test_heatmap_shows_the_incumbents_shared_rollouts(demo: Path) -> None:
         verdict = Verdict.read(demo / "steps" / unit.name / "gate.json")
         shared += verdict.reused
         paired: defaultdict[str, list[float]] = defaultdict(list)
-        for pair in (p for r in verdict.rounds for p in r.pairs if p.incumbent is not None):
-            paired[pair.task].append(pair.incumbent)
+        for pair in (p for r in verdict.rounds for p in r.pairs):
+            if pair.incumbent is not None:
+                paired[pair.task].append(pair.incumbent)
         column = heat.units.index(unit.name)
         cells = {task: row[column] for task, row in zip(heat.tasks, heat.incumbent, strict=True)}
         assert set(paired) == set(cells), unit.name
@@ -102,8 +103,9 @@ def test_cost_table_counts_each_rollout_once_as_the_totals_do(demo: Path) -> Non
     earlier decision): the per-stage table counts each rollout run once, as the run's totals do."""
     records = [RolloutRecord.read(p) for p in demo.rglob("record.json")]
     run_here = [r for r in records if not r.cached_from]
-    proposer = sum(ReflectionsFile.read(p).tokens for p in demo.rglob("reflections.json"))
-    proposer += sum(SlowUpdateFile.read(p).tokens for p in demo.rglob("slow_update.json"))
+    calls = [c for p in demo.rglob("reflections.json") for c in ReflectionsFile.read(p).calls]
+    calls += [c for p in demo.rglob("slow_update.json") for c in SlowUpdateFile.read(p).calls]
+    proposer = sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
     tokens = sum(
         (r.tokens_in or 0) + (r.tokens_out or 0) + (r.judge.tokens if r.judge else 0) for r in run_here
     )

@@ -202,16 +202,12 @@ def _pending(
     for position, (_, kind, index, name) in enumerate(found):
         stages = [e.stage for e in journal if isinstance(e, StageDone) and e.unit == name]
         running = state == "running" and position == len(found) - 1
-        views.append(
-            UnitView(
-                name=name,
-                kind="step" if kind == "step" else "epoch",
-                index=index,
-                epoch=0 if kind == "step" else index,
-                verdict="running" if running else "unfinished",
-                decision=f"after {stages[-1]}" if stages else "starting",
-            )  # fmt: skip
-        )
+        view = UnitView(
+            name=name, kind="step" if kind == "step" else "epoch", index=index,
+            epoch=0 if kind == "step" else index, verdict="running" if running else "unfinished",
+            decision=f"after {stages[-1]}" if stages else "starting",
+        )  # fmt: skip
+        views.append(view)
     return views
 
 
