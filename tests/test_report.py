@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from skilltune.cli import app
 from skilltune.report import render_report, summarize, write_report
 from skilltune.report.page import render_page
+from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     AuditFile,
     AuditFinding,
@@ -23,6 +24,7 @@ from skilltune.runfiles import (
     SlowUpdateFile,
     Verdict,
 )
+from skilltune.train.budget import spent
 from tests.report_runs import (
     results_rows,
     train_demo,
@@ -114,6 +116,7 @@ def test_cost_table_counts_each_rollout_once_as_the_totals_do(demo: Path) -> Non
     assert {"baseline", "rollout", "screen", "gate", "compare"} <= set(table)
     assert _card(html, "rollouts") == sum(n for n, _ in table.values()) == len(run_here)
     assert _card(html, "tokens") == sum(t for _, t in table.values()) == tokens + proposer
+    assert _card(html, "tokens") == spent(RunDir(demo)).tokens  # what the run's budgets count
 
 
 def test_report_of_a_run_stopped_in_a_gate_shows_its_unfinished_unit(tmp_path: Path) -> None:
