@@ -24,6 +24,11 @@ def duration(seconds: float | None) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
+def usd(value: float) -> str:
+    """A cost in USD: cents, or four decimals below a cent ($0.0042)."""
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
+
+
 def count(n: int, noun: str) -> str:
     """``n`` and the noun, plural unless n is 1: "1 step", "3 steps"."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,25 @@ from typer.testing import CliRunner
 from skilltune.cli import app
 from skilltune.report import render_report, summarize, write_report
 from skilltune.report.page import render_page
-from skilltune.runfiles import AuditFile, AuditFinding, Comparison
-from tests.report_runs import results_rows, train_demo, train_stopped, tree_digest, val_tasks
+from skilltune.rundir import RunDir
+from skilltune.runfiles import (
+    AuditFile,
+    AuditFinding,
+    Comparison,
+    ReflectionsFile,
+    RolloutRecord,
+    SlowUpdateFile,
+    Verdict,
+)
+from skilltune.training.budget import spent
+from tests.report_runs import (
+    results_rows,
+    train_demo,
+    train_stopped,
+    train_stopped_in_gate,
+    tree_digest,
+    val_tasks,
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +55,121 @@ def test_summary_agrees_with_the_files_the_run_wrote(demo: Path) -> None:
     assert s.totals.rollouts == len(list(demo.rglob("record.json")))
     assert [v.label for v in s.lineage] == ["seed"] + [f"step {r['step']}" for r in kept]
     assert s.lineage[-1].best
+
+
+def test_heatmap_shows_the_incumbents_shared_rollouts(demo: Path) -> None:
+    """A decision reuses its incumbent's rollouts from the seed's baseline or an earlier unit's gate
+    (gate.json says which replicates it paired): every gated unit has its incumbent's scores, each
+    the mean of the incumbent scores its gate paired, which average to the unit's val_incumbent."""
+    s = summarize(demo)
+    heat = s.heatmap
+    assert heat is not None
+    gated = [u for u in s.units if u.val_incumbent is not None]
+    shared = 0
+    for unit in gated:
+        verdict = Verdict.read(demo / "steps" / unit.name / "gate.json")
+        shared += verdict.reused
+        paired: defaultdict[str, list[float]] = defaultdict(list)
+        for pair in (p for r in verdict.rounds for p in r.pairs):
+            if pair.incumbent is not None:
+                paired[pair.task].append(pair.incumbent)
+        column = heat.units.index(unit.name)
+        cells = {task: row[column] for task, row in zip(heat.tasks, heat.incumbent, strict=True)}
+        assert set(paired) == set(cells), unit.name
+        for task, scores in paired.items():
+            assert cells[task] == pytest.approx(sum(scores) / len(scores), abs=1e-4), (unit.name, task)
+        assert sum(c for c in cells.values() if c is not None) / len(cells) == pytest.approx(
+            unit.val_incumbent, abs=1e-3
+        )
+    assert shared > 0 and len(gated) >= 6  # most gated units took their incumbent's rollouts from elsewhere
+
+
+def _cost_table(html: str) -> dict[str, tuple[int, int]]:
+    """stage -> (rollouts, tokens) of the page's cost table."""
+    table = html.split('<h2 id="cost">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(
+        r'<tr><td>([a-z_]+)</td><td class="n">[^<]*</td><td class="n">([\d,]+)</td>\s*<td class="n">([\d,]+)</td>',
+        table,
+    )
+    return {stage: (int(n.replace(",", "")), int(t.replace(",", ""))) for stage, n, t in rows}
+
+
+def _card(html: str, key: str) -> int:
+    found = re.search(rf'<div class="k">{key}</div><div class="v"[^>]*>([\d,]+)</div>', html)
+    assert found, key
+    return int(found[1].replace(",", ""))
+
+
+def test_cost_table_counts_each_rollout_once_as_the_totals_do(demo: Path) -> None:
+    """A gate reads back rollouts already on disk (run ahead for a later round, or shared with an
+    earlier decision): the per-stage table counts each rollout run once, as the run's totals do."""
+    records = [RolloutRecord.read(p) for p in demo.rglob("record.json")]
+    run_here = [r for r in records if not r.cached_from]
+    calls = [c for p in demo.rglob("reflections.json") for c in ReflectionsFile.read(p).calls]
+    calls += [c for p in demo.rglob("slow_update.json") for c in SlowUpdateFile.read(p).calls]
+    proposer = sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
+    tokens = sum(
+        (r.tokens_in or 0) + (r.tokens_out or 0) + (r.judge.tokens if r.judge else 0) for r in run_here
+    )
+    html = render_report(demo)
+    table = _cost_table(html)
+    assert {"baseline", "rollout", "screen", "gate", "compare"} <= set(table)
+    assert _card(html, "rollouts") == sum(n for n, _ in table.values()) == len(run_here)
+    assert _card(html, "tokens") == sum(t for _, t in table.values()) == tokens + proposer
+    assert _card(html, "tokens") == spent(RunDir(demo)).tokens  # what the run's budgets count
+
+
+def test_report_of_a_run_stopped_in_a_gate_shows_its_unfinished_unit(tmp_path: Path) -> None:
+    """Ctrl-C (here a STOP file) in step 2's gate: the unit without a record is shown, unfinished,
+    with what its folder holds, and every count of the page adds up to the records on disk."""
+    run = train_stopped_in_gate(tmp_path / "runs", "halt", step=2)
+    s = summarize(run)
+    assert s.state == "stopped" and [u.verdict for u in s.units] == ["keep", "unfinished"]
+    unit = s.units[-1]
+    assert unit.name == "step_0002" and unit.decision == "in gate" and "ended stopped" in unit.reason
+    assert unit.rollouts == len(list((run / "steps" / "step_0002").rglob("record.json")))
+    assert s.steps_done == 1 and s.finished_units == s.units[:1]
+    spent = len(list(run.rglob("record.json")))
+    baseline = sum(c.rollouts for c in s.stages if c.unit == "step_0000")
+    assert (
+        s.totals.rollouts
+        == spent
+        == sum(c.rollouts for c in s.stages)
+        == baseline + sum(u.rollouts for u in s.units)
+    )
+    gate = next(c for c in s.stages if (c.unit, c.stage) == ("step_0002", "gate"))
+    assert gate.rollouts > 0 and gate.tokens > 0
+    assert summarize(run, depth="light").totals == s.totals.model_copy(update={"cached": 0, "statuses": {}})
+    html = render_report(run)
+    assert '<a href="#step-2">step_0002</a></td><td><span class="badge unfinished">unfinished</span>' in html
+    table = _cost_table(html)
+    assert _card(html, "rollouts") == sum(n for n, _ in table.values()) == spent
+
+
+def test_no_held_out_comparison_says_why_and_its_commands_make_one(tmp_path: Path) -> None:
+    """A run out of budget after a kept step: the page says the budget ran out before the held-out
+    test, and each command it gives makes the comparison (resume with the budget raised; compare)."""
+    run = train_demo(tmp_path / "runs", tag="poor", budget_rollouts=600)
+    s = summarize(run)
+    assert s.state == "exhausted" and s.kept >= 1 and s.held_out is None
+    assert s.held_out_missing.startswith("The run ran out of budget (rollout budget: ")
+    assert "before its held-out test" in s.held_out_missing
+    resume, compare = s.held_out_commands
+    assert resume == f"skilltune resume {run} --budget-rollouts {s.planned_rollouts}"
+    html = render_report(run)
+    assert "No held-out comparison. The run ran out of budget" in html
+    assert f'<pre class="command">{resume}</pre>' in html
+
+    runner = CliRunner()
+    compared = runner.invoke(app, [*shlex.split(compare)[1:], "--quiet"])
+    assert compared.exit_code == 0, compared.output
+    elsewhere = Comparison.read(tmp_path / "runs" / "poor-heldout" / "comparison.json")
+    assert [a.skill_hash for a in elsewhere.arms.values()] == [s.units[0].parent, s.best]
+    resumed = runner.invoke(app, [*shlex.split(resume)[1:], "--quiet"])
+    assert resumed.exit_code == 0, resumed.output
+    after = summarize(run)
+    assert after.held_out is not None and not after.held_out_missing
+    assert after.state in ("success", "no-progress")
 
 
 def test_report_writes_only_report_html_and_is_self_contained(demo: Path) -> None:
@@ -110,7 +244,9 @@ def test_report_of_an_unfinished_run(tmp_path: Path) -> None:
     s = summarize(run)
     assert s.state == "stopped" and not s.units and s.held_out is None
     html = render_report(run)
-    assert "No held-out comparison yet" in html and "No gate has decided yet" in html
+    assert "No gate has decided yet" in html
+    assert "No held-out comparison. The run was stopped (" in html and "Nothing has been kept yet" in html
+    assert s.held_out_commands == [f"skilltune resume {run}"] and f"skilltune resume {run}" in html
 
 
 def test_report_command(demo: Path, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ memory, and follows a run as it goes (the page reloads itself)."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import selectors
 import subprocess
@@ -17,10 +18,11 @@ from urllib.request import urlopen
 
 import pytest
 
+from skilltune.report import summarize
 from skilltune.runfiles import Comparison
 from tests.chromium import chromium, open_page
 from tests.helpers import REPO
-from tests.report_runs import results_rows, train_demo, train_stopped, tree_digest
+from tests.report_runs import make_live, results_rows, train_demo, train_stopped, tree_digest
 from tests.test_report_browser import check_page, screenshot_path
 
 DEADLINE = 180.0  # seconds: generous, a clear failure when exceeded
@@ -175,6 +177,53 @@ def test_view_follows_a_run_as_it_goes(tmp_path: Path) -> None:
         while "success" not in _text(listing, "tr.run"):
             assert time.monotonic() < deadline, "the list of runs did not follow the run"
             listing.wait_for_timeout(250)
+
+
+def test_view_counts_a_live_runs_records_between_stage_ends(tmp_path: Path) -> None:
+    """Rollouts land on disk all through a gate, whose stage event comes at its end: the page and
+    the list show the records on disk (as `skilltune status` counts them) without waiting for it."""
+    runs_dir = tmp_path / "runs"
+    run = train_demo(runs_dir, tag="live", max_steps=3)
+    make_live(run, "step_0003")  # as it was in step 3's gate, in a process that is alive (this one)
+    gate = run / "steps" / "step_0003" / "rollouts" / "gate"
+    held = sorted(gate.glob("*/*_r*"))[:12]  # the gate's last rollouts, not yet run
+    aside = tmp_path / "aside"
+    for folder in held:
+        (aside / folder.relative_to(gate)).parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(aside / folder.relative_to(gate))
+    before = summarize(run, depth="rollouts").totals
+    with view_server(runs_dir) as url, chromium() as browser:
+        origin = url.rstrip("/")
+        report = browser.new_page()
+        loads: list[str] = []
+        report.on("load", lambda loaded: loads.append(loaded.url))
+        report.goto(f"{origin}/runs/live/")
+        assert _text(report, "#state") == "running"
+        listing = browser.new_page()
+        listing.goto(url)
+        shown = {  # the page's rollouts and tokens cards, the list's rollouts cell
+            (report, "rollouts"): _CARD.format(key="rollouts"),
+            (report, "tokens"): _CARD.format(key="tokens"),
+            (
+                listing,
+                "rollouts",
+            ): "document.querySelector('tr.run[data-tag=\"live\"]').children[7].textContent",
+        }
+        for (page, what), text in shown.items():
+            assert page.evaluate(text) == f"{getattr(before, what):,}", what
+        for folder in held:  # the gate runs on: its rollouts land, the journal says nothing yet
+            (aside / folder.relative_to(gate)).rename(folder)
+        after = summarize(run, depth="rollouts").totals  # what `skilltune status` counts
+        assert after.rollouts == before.rollouts + len(held) and after.tokens > before.tokens
+        for (page, what), text in shown.items():
+            page.wait_for_function(f"{text} === {f'{getattr(after, what):,}'!r}", timeout=DEADLINE * 1000)
+        assert len(loads) == 1  # updated in place: the run's fingerprint did not change
+        status, headers, body = request(url, path="/runs/live/_live")
+        assert status == 200 and headers["Content-Type"] == "application/json"
+        assert json.loads(body)["text"]["live-rollouts"] == f"{after.rollouts:,}"
+
+
+_CARD = "[...document.querySelectorAll('.card')].find(c => c.querySelector('.k').textContent === '{key}').querySelector('.v').textContent"
 
 
 def _state(page: object) -> str:

@@ -84,13 +84,15 @@ class StageCost(BaseModel):
 
 class UnitView(BaseModel):
     """A step or epoch update: its verdict, evidence, edits and cost. ``verdict`` is ``running`` for
-    the unit a live run is in."""
+    the unit a live run is in, ``unfinished`` for one a run ended in (stopped, out of budget,
+    blocked, killed) before its record; the rollouts, tokens and USD of either are those of the
+    records in its folder."""
 
     name: str
     kind: Literal["step", "epoch"]
     index: int
     epoch: int
-    verdict: Literal["keep", "discard", "running"]
+    verdict: Literal["keep", "discard", "running", "unfinished"]
     decision: str = ""
     reason: str = ""
     candidate: str = ""
@@ -100,6 +102,9 @@ class UnitView(BaseModel):
     interval: Interval | None = None
     alpha: float | None = None
     rounds: list[GateRound] = Field(default_factory=list)
+    # the incumbent's replicate indices the gate paired (gate.json): an incumbent's rollouts are shared by
+    # the decisions against it, so most of them lie in an earlier unit's folder (or the seed's baseline)
+    incumbent_replicates: list[int] = Field(default_factory=list)
     rollouts: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
@@ -110,6 +115,10 @@ class UnitView(BaseModel):
     diff: str = ""
     guidance: str = ""
     notes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return self.verdict in ("keep", "discard")
 
 
 class ArmView(BaseModel):
@@ -147,7 +156,8 @@ class HeldOut(BaseModel):
 
 class Heatmap(BaseModel):
     """Val tasks x units: each cell is the mean over replicates of the unit's gate rollouts of the
-    candidate (and of the incumbent); None where the unit ran no gate on the task."""
+    candidate (and of the incumbent's rollouts its gate paired them with, wherever they lie); None
+    where the unit ran no gate on the task."""
 
     tasks: list[str]
     units: list[str]
@@ -224,6 +234,8 @@ class RunSummary(BaseModel):
     current: str | None = None  # the unit (and stage) a live run is in
     eta_seconds: float | None = None
     held_out: HeldOut | None = None
+    held_out_missing: str = ""  # why there is no held-out comparison (read.heldout.missing) ...
+    held_out_commands: list[str] = Field(default_factory=list)  # ... and the commands that make one
     heatmap: Heatmap | None = None
     stages: list[StageCost] = Field(default_factory=list)
     lineage: list[Version] = Field(default_factory=list)
@@ -239,7 +251,7 @@ class RunSummary(BaseModel):
 
     @property
     def finished_units(self) -> list[UnitView]:
-        return [u for u in self.units if u.verdict != "running"]
+        return [u for u in self.units if u.finished]
 
     @property
     def steps_done(self) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from skilltune import __version__
 from skilltune.report.figures import all_figures, plotly_script
-from skilltune.textfmt import duration, fmt, signed
+from skilltune.textfmt import duration, fmt, signed, usd
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -37,7 +37,7 @@ def _env() -> Environment:
     env.filters["duration"] = duration
     env.filters["diffclass"] = _diff_class
     env.filters["num"] = lambda v: f"{v:,}"
-    env.filters["usd"] = lambda v: f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:.4f}"
+    env.filters["usd"] = usd
     return env
 
 
@@ -62,8 +62,9 @@ def render_page(
     home_url: str | None = None,
 ) -> str:
     """The report of ``summary``. ``plotly_src``: a URL to load plotly.js from (None: inline it);
-    ``live_url``: a URL answering the run's fingerprint, polled to reload the page when it differs
-    from ``live_token`` (the fingerprint the page was rendered from); ``home_url``: a link back to the list of runs."""
+    ``live_url``: a URL answering the run's fingerprint and live counts (``serve.live``), polled to
+    reload the page when the fingerprint differs from ``live_token`` (the one the page was rendered
+    from) and to update the counts in place between two changes; ``home_url``: a link back to the list of runs."""
     figures = all_figures(summary)
     template = _env().get_template("report.html.j2")
     return template.render(
@@ -80,7 +81,8 @@ def render_page(
 
 
 def render_index(summaries: list[RunSummary], runs_dir: str, problems: list[str], live_token: str) -> str:
-    """The view server's list of runs (it reloads when ``/_fingerprint`` differs from ``live_token``)."""
+    """The view server's list of runs (it reloads when ``/_live`` says the runs' fingerprint differs
+    from ``live_token``, and between two changes takes the live runs' counts from it)."""
     return (
         _env()
         .get_template("index.html.j2")
@@ -89,7 +91,7 @@ def render_index(summaries: list[RunSummary], runs_dir: str, problems: list[str]
             runs_dir=runs_dir,
             problems=problems,
             version=__version__,
-            live_url="/_fingerprint",
+            live_url="/_live",
             live_token=live_token,
         )
     )

@@ -1,29 +1,28 @@
 """Turn a run directory into a ``RunSummary``: the one reading layer of report, view and status.
 
 It only reads (through the run files' models and ``RunDir``), so it is safe on a run that is
-going on in another process: a unit without its record yet is the one running. Three depths:
-``light`` (the small files and the records of the baseline and the held-out test: the list of runs), ``rollouts`` (every rollout record
-tallied as well: status), ``detail`` (edits, diffs and cited trajectories too: the report).
+going on in another process: a unit without its record yet is the one running (or, once the run
+has ended, the one it ended in). Three depths: ``light`` (the small files, and the records of the
+folders that may still grow: the seed's baseline, the unit without a record, the held-out test;
+the list of runs and the live counts of ``view``), ``rollouts`` (every rollout record tallied as
+well: status), ``detail`` (edits, diffs and cited trajectories too: the report).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import UsageError
+from skilltune.report.heldout import held_out, missing
 from skilltune.report.lineage import read_lineage
 from skilltune.report.model import (
-    ArmView,
     AuditFinding,
     BudgetLine,
     Heatmap,
-    HeldOut,
     InfraError,
-    PairView,
     RunState,
     RunSummary,
     StageCost,
@@ -31,7 +30,7 @@ from skilltune.report.model import (
     UnitView,
 )
 from skilltune.report.rollouts import RunRollouts, read_rollouts
-from skilltune.report.units import SkillVersions, add_detail, unit_view
+from skilltune.report.units import ProposerUsage, SkillVersions, add_detail, proposer_usage, unit_view
 from skilltune.report.warnings import run_warnings
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
@@ -69,20 +68,32 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
     journal = run.read_journal()
     state, reason = _state(run, journal)
     records = _unit_records(run)
+    pending = _pending(run, records, journal, state)
+    light = depth == "light"
     metric = config.metric
-    rollouts = read_rollouts(run, metric, "*" if depth != "light" else "step_0000")
+    rollouts = read_rollouts(run, metric, ["step_0000", *(u.name for u in pending)] if light else None)
     seed_meta = SeedFile.read(run.seed_json)
 
     units = [unit_view(record, run.unit_dir(record.kind, record.index)) for record in records]
-    stages = _stages(journal, rollouts)
+    proposer = {
+        u.name: proposer_usage(run.unit_dir(u.kind, u.index)) for u in (pending if light else units + pending)
+    }
+    for view in pending:  # no record yet: what its folder holds
+        tally = rollouts.units.get(view.name)
+        if tally is not None:
+            view.rollouts, view.tokens, view.cost_usd = tally.rollouts, tally.tokens, round(tally.usd, 6)
+        view.tokens += proposer[view.name].tokens
+        if (view.name, "gate") in rollouts.phases and view.decision != "after gate":
+            view.decision = "in gate"  # the gate's stage event comes at its end
+        if view.verdict == "unfinished":
+            view.reason = f"the run ended {state} before this unit's verdict ({view.decision})"
+    units = sorted(units + pending, key=lambda u: _position(u, config.epoch_steps))
+    stages = _stages(journal, rollouts, proposer)
     seconds: defaultdict[str, float] = defaultdict(float)
     for stage in stages:
         seconds[stage.unit] += stage.seconds
     for view in units:
         view.seconds = round(seconds[view.name], 3)
-    current = _current(run, records, journal) if state == "running" else None
-    if current is not None:
-        units.append(current)
 
     summary = RunSummary(
         root=str(run.root), tag=config.tag, state=state, reason=reason, suite=config.suite,
@@ -96,17 +107,20 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
     kept = [u for u in units if u.verdict == "keep"]
     summary.best_val = next((u.val_candidate for u in reversed(kept)), summary.seed_val)
     summary.best = kept[-1].candidate if kept else seed_meta.hash
+    current = next((u for u in pending if u.verdict == "running"), None)
     if current is not None:
         summary.current = f"{current.name}: {current.decision}" if current.decision else current.name
         summary.eta_seconds = _eta(summary)
     if run.comparison.is_file():
-        summary.held_out = _held_out(Comparison.read(run.comparison), summary, with_ci=depth != "light")
-    summary.totals = _totals(rollouts, units, journal, depth == "light")
+        summary.held_out = held_out(Comparison.read(run.comparison), summary, with_ci=not light)
+    else:
+        summary.held_out_missing, summary.held_out_commands = missing(summary, config, run)
+    summary.totals = _totals(rollouts, units, proposer, active_seconds(journal), light)
     summary.budgets = _budgets(config, summary.totals)
     summary.audit = read_audit(run)
-    if depth == "light":
+    if light:
         return summary
-    summary.heatmap = _heatmap(rollouts, [u for u in units if u.verdict != "running"])
+    summary.heatmap = _heatmap(rollouts, summary.finished_units)
     summary.lineage = read_lineage(run.skill_repo)
     summary.infra_errors = [
         InfraError(where=f.unit, task_id=f.task_id, status=f.status, reason=f.reason)
@@ -118,9 +132,8 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         versions = SkillVersions(run, Candidate.load(run.seed_dir, seed_stub))
         for view in units:
             versions.add(view.candidate, run.unit_dir(view.kind, view.index))
-        for view in units:
-            if view.verdict != "running":
-                add_detail(view, run, rollouts, versions)
+        for view in summary.finished_units:
+            add_detail(view, run, rollouts, versions)
     return summary
 
 
@@ -174,45 +187,61 @@ def _unit_records(run: RunDir) -> list[UnitRecord]:
     return sorted((r for r in found if r is not None), key=lambda r: (r.step, r.kind == "epoch"))
 
 
-def _current(run: RunDir, done: list[UnitRecord], journal: list[JournalEvent]) -> UnitView | None:
-    """The unit a live run is in: the newest unit folder without a record, and its last stage."""
+def _pending(
+    run: RunDir, done: list[UnitRecord], journal: list[JournalEvent], state: RunState
+) -> list[UnitView]:
+    """The units with a folder but no record: the one a live run is in (``running``: the newest), or
+    the one a run ended in before its record (``unfinished``: stopped, out of budget, blocked, killed)."""
     finished = {(r.kind, r.index) for r in done}
-    pending = [
+    found = sorted(
         (folder.stat().st_mtime, kind, index, folder.name)
         for kind, index, folder in _unit_folders(run)
         if (kind, index) not in finished
-    ]
-    if not pending:
-        return None
-    _, kind, index, name = max(pending)
-    stages = [e.stage for e in journal if isinstance(e, StageDone) and e.unit == name]
-    return UnitView(
-        name=name,
-        kind="step" if kind == "step" else "epoch",
-        index=index,
-        epoch=0 if kind == "step" else index,
-        verdict="running",
-        decision=f"after {stages[-1]}" if stages else "starting",
     )
+    views = []
+    for position, (_, kind, index, name) in enumerate(found):
+        stages = [e.stage for e in journal if isinstance(e, StageDone) and e.unit == name]
+        running = state == "running" and position == len(found) - 1
+        view = UnitView(
+            name=name, kind="step" if kind == "step" else "epoch", index=index,
+            epoch=0 if kind == "step" else index, verdict="running" if running else "unfinished",
+            decision=f"after {stages[-1]}" if stages else "starting",
+        )  # fmt: skip
+        views.append(view)
+    return views
 
 
-def _stages(journal: list[JournalEvent], rollouts: RunRollouts) -> list[StageCost]:
-    """Per (unit, stage): wall seconds summed over sessions; rollouts, tokens and calls of the stage's
-    last event (a resumed stage reports the whole stage again); USD from the rollouts of its phase."""
+def _position(unit: UnitView, epoch_steps: int) -> tuple[int, bool]:
+    """Where a unit stands in the run: its step (an epoch update follows the step it closes)."""
+    step = unit.index if unit.kind == "step" else unit.index * epoch_steps
+    return step, unit.kind == "epoch"
+
+
+def _stages(
+    journal: list[JournalEvent], rollouts: RunRollouts, proposer: dict[str, ProposerUsage]
+) -> list[StageCost]:
+    """Per (unit, stage): wall seconds from journal.jsonl's stage events, summed over sessions;
+    rollouts, tokens and USD of the records of the stage's phase, each rollout run counted once (a
+    record read back from disk or copied from a shared cache costs nothing again); the proposer's
+    tokens and calls from the unit's reflections.json or slow_update.json. So the stages add up to
+    the run's totals, a stage that never ended (a run stopped in it) included."""
     found: dict[tuple[str, str], StageCost] = {}
     for event in journal:
-        if not isinstance(event, StageDone):
-            continue
-        key = (event.unit, event.stage)
-        cost = found.setdefault(key, StageCost(unit=event.unit, stage=event.stage))
-        cost.seconds = round(cost.seconds + event.seconds, 3)
-        cost.rollouts = event.rollouts or 0
-        cost.tokens = (event.tokens_in or 0) + (event.tokens_out or 0)
-        cost.calls = event.calls or 0
+        if isinstance(event, StageDone):
+            cost = found.setdefault((event.unit, event.stage), StageCost(unit=event.unit, stage=event.stage))
+            cost.seconds = round(cost.seconds + event.seconds, 3)
+            cost.calls = event.calls or 0
     for (unit, phase), tally in rollouts.phases.items():
         stage = "compare" if unit.startswith("epoch") and phase == "train" else _PHASE_STAGE.get(phase, phase)
         cost = found.setdefault((unit, stage), StageCost(unit=unit, stage=stage))
+        cost.rollouts += tally.rollouts
+        cost.tokens += tally.tokens
         cost.usd = round(cost.usd + tally.usd, 6)
+    for unit, usage in proposer.items():
+        if usage.found:
+            cost = found.setdefault((unit, usage.stage), StageCost(unit=unit, stage=usage.stage))
+            cost.tokens += usage.tokens
+            cost.calls = usage.calls
     return list(found.values())
 
 
@@ -231,96 +260,49 @@ def _min_effect(gate: str, options: dict[str, object]) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> HeldOut:
-    vals = {"S0": summary.seed_val, "best": summary.best_val}
-    arms = []
-    for name, arm in comparison.arms.items():
-        value = {"hard": arm.hard_acc, "soft": arm.soft_acc}.get(comparison.metric, arm.mixed)
-        low = high = None
-        if with_ci:
-            low, high = _mean_ci([s for s in _task_means(arm.per_task)])
-        arms.append(
-            ArmView(
-                name=name,
-                skill=arm.skill_hash[:12],
-                mean=value,
-                low=low,
-                high=high,
-                n_tasks=arm.n_tasks,
-                n_rollouts=arm.n_rollouts,
-                val=vals.get(name),
-            )
-        )
-    pairs = [
-        PairView(
-            a=p.a,
-            b=p.b,
-            diff=p.diff,
-            low=p.ci95[0] if p.ci95 else None,
-            high=p.ci95[1] if p.ci95 else None,
-            p_value=p.p_value,
-            verdict=p.verdict,
-        )
-        for p in comparison.pairs
-    ]
-    return HeldOut(
-        split=comparison.split, metric=comparison.metric, reps=comparison.reps,
-        contaminated=comparison.contaminated, arms=arms, pairs=pairs,
-    )  # fmt: skip
-
-
-def _task_means(per_task: dict[str, list[float | None]]) -> list[float]:
-    out = []
-    for scores in per_task.values():
-        got = [s for s in scores if s is not None]
-        if got:
-            out.append(sum(got) / len(got))
-    return out
-
-
-def _mean_ci(values: list[float]) -> tuple[float | None, float | None]:
-    """A 95% t-interval on the mean of per-task means, clipped to [0, 1] (a score's range)."""
-    from skilltune.stats import mean, upper_bound
-
-    if len(values) < 2:
-        return None, None
-    centre = mean(values)
-    half = upper_bound(values, 0.975) - centre
-    if not math.isfinite(half):
-        return None, None
-    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
-
-
 def _heatmap(rollouts: RunRollouts, units: list[UnitView]) -> Heatmap:
     tasks = rollouts.task_order
-    cand = [[_cell(rollouts, u.name, u.candidate, t) for u in units] for t in tasks]
-    inc = [[_cell(rollouts, u.name, u.parent, t) for u in units] for t in tasks]
+    cand = [[_cell(rollouts.task_mean(u.name, "gate", u.candidate, t)) for u in units] for t in tasks]
+    inc = [[_cell(_incumbent_mean(rollouts, u, t)) for u in units] for t in tasks]
     return Heatmap(tasks=tasks, units=[u.name for u in units], candidate=cand, incumbent=inc)
 
 
-def _cell(rollouts: RunRollouts, unit: str, candidate: str, task: str) -> float | None:
-    value = rollouts.task_mean(unit, "gate", candidate, task)
+def _incumbent_mean(rollouts: RunRollouts, unit: UnitView, task: str) -> float | None:
+    """The incumbent's score on ``task`` over the replicates the unit's gate paired, in whichever
+    folder they lie (the seed's baseline, an earlier decision's gate, this one's); a gate.json of
+    schema 5 or older names none: the unit's own gate rollouts of the incumbent then."""
+    if unit.incumbent_replicates:
+        return rollouts.replicate_mean(unit.parent, task, unit.incumbent_replicates)
+    return rollouts.task_mean(unit.name, "gate", unit.parent, task)
+
+
+def _cell(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _totals(rollouts: RunRollouts, units: list[UnitView], journal: list[JournalEvent], light: bool) -> Totals:
-    """Rollouts, tokens and USD of every record, and the proposer's tokens (which the unit records
-    count); a light read (the records of the baseline and the held-out test only) adds what the
-    unit records count instead."""
+def _totals(
+    rollouts: RunRollouts,
+    units: list[UnitView],
+    proposer: dict[str, ProposerUsage],
+    seconds: float,
+    light: bool,
+) -> Totals:
+    """Rollouts, tokens and USD of every record (each rollout run counted once: what the budgets
+    count) and the proposer's tokens; a light read tallies only the folders that may still grow (the
+    baseline, the unit without a record, the held-out test) and adds what each unit record counts."""
     tally = rollouts.total
-    seconds = round(active_seconds(journal), 3)
+    proposed = sum(usage.tokens for usage in proposer.values())
     if light:
+        done = [u for u in units if u.finished]
         return Totals(
-            rollouts=tally.rollouts + sum(u.rollouts for u in units),
-            tokens=tally.tokens + sum(u.tokens for u in units),
-            usd=round(tally.usd + sum(u.cost_usd for u in units), 6),
-            seconds=seconds,
+            rollouts=tally.rollouts + sum(u.rollouts for u in done),
+            tokens=tally.tokens + proposed + sum(u.tokens for u in done),
+            usd=round(tally.usd + sum(u.cost_usd for u in done), 6),
+            seconds=round(seconds, 3),
         )
-    agents = sum(rollouts.units[u.name].tokens for u in units if u.name in rollouts.units)
-    proposer = max(0, sum(u.tokens for u in units) - agents)
     return Totals(
-        rollouts=tally.rollouts, cached=tally.cached, tokens=tally.tokens + proposer,
-        usd=round(tally.usd, 6), usd_estimated=tally.usd_estimated, seconds=seconds,
+        rollouts=tally.rollouts, cached=tally.cached, tokens=tally.tokens + proposed,
+        usd=round(tally.usd, 6), usd_estimated=tally.usd_estimated, seconds=round(seconds, 3),
         statuses=dict(sorted(tally.statuses.items())),
     )  # fmt: skip
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +20,9 @@ from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
 
 @dataclass
 class Tally:
-    """What a unit's rollouts (or one phase of them) used. ``rollouts`` counts those run here;
-    records copied from a shared cache cost nothing and are counted in ``cached``."""
+    """What a unit's rollouts (or one phase of them) used. ``rollouts`` counts those run here, each
+    once, with its tokens and USD (the agent's and its judge's, as the budgets count them); records
+    copied from a shared cache cost nothing and are counted in ``cached``."""
 
     rollouts: int = 0
     cached: int = 0
@@ -35,8 +37,8 @@ class Tally:
             self.cached += 1
             return
         self.rollouts += 1
-        self.tokens += (record.tokens_in or 0) + (record.tokens_out or 0)
-        self.usd += record.cost_usd or 0.0
+        self.tokens += record.spent_tokens
+        self.usd += record.spent_usd
         self.usd_estimated = self.usd_estimated or record.cost_estimated
 
 
@@ -75,6 +77,9 @@ class RunRollouts:
     phases: dict[tuple[str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
     # (unit, phase, candidate hash, task id) -> the metric of each scored replicate
     scores: dict[tuple[str, str, str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    # (candidate hash, task id, replicate) -> the metric of a val rollout of the gate or the baseline,
+    # wherever it lies: a decision reuses its incumbent's rollouts from earlier units' folders
+    replicates: dict[tuple[str, str, int], float] = field(default_factory=dict)
     # (unit, candidate hash, task id) -> the hard outcomes seen in the unit's gate
     outcomes: dict[tuple[str, str, str], set[int]] = field(default_factory=lambda: defaultdict(set))
     train: dict[tuple[str, str, int], TrainRollout] = field(default_factory=dict)
@@ -96,6 +101,8 @@ class RunRollouts:
                 self.task_order.append(record.task_id)
             if record.phase == "gate" and record.score is not None:
                 self.outcomes[(unit, record.candidate, record.task_id)].add(record.score.hard)
+            if value is not None:
+                self.replicates.setdefault((record.candidate, record.task_id, record.replicate), value)
         if record.phase == "train":
             rel = folder
             self.train[(unit, record.task_id, record.replicate)] = TrainRollout(
@@ -110,6 +117,13 @@ class RunRollouts:
 
     def task_mean(self, unit: str, phase: str, candidate: str, task: str) -> float | None:
         values = self.scores.get((unit, phase, candidate, task))
+        return sum(values) / len(values) if values else None
+
+    def replicate_mean(self, candidate: str, task: str, replicates: list[int]) -> float | None:
+        """The mean of ``candidate``'s scored val rollouts of ``task`` with these replicate indices,
+        in whichever unit's folder they lie."""
+        found = [self.replicates.get((candidate, task, r)) for r in replicates]
+        values = [v for v in found if v is not None]
         return sum(values) / len(values) if values else None
 
     def accuracy(self, unit: str, phase: str, candidate: str) -> float | None:
@@ -127,13 +141,13 @@ class RunRollouts:
         return {task for (_, _, task), seen in self.outcomes.items() if len(seen) > 1}
 
 
-def record_paths(run: RunDir, units: str = "*") -> list[tuple[str, str]]:
-    """(unit, record folder relative to the run) of every rollout under ``steps/<units>/`` (a folder
-    name, or ``*``) and under ``final/``, in path order. The layout is fixed
+def record_paths(run: RunDir, units: Collection[str] | None = None) -> list[tuple[str, str]]:
+    """(unit, record folder relative to the run) of every rollout under ``steps/<unit>/`` for each
+    unit folder named in ``units`` (None: all) and under ``final/``, in path order. The layout is fixed
     (rollouts/PHASE/CAND12/ID_rK/), so folders are listed level by level, as strings: far cheaper
     than a recursive glob over 50,000 rollouts."""
     found: list[tuple[str, str]] = []
-    folders = [(e.name, f"steps/{e.name}") for e in _dirs(str(run.steps)) if units in ("*", e.name)]
+    folders = [(e.name, f"steps/{e.name}") for e in _dirs(str(run.steps)) if units is None or e.name in units]
     folders.append(("final", "final"))
     root = str(run.root)
     for unit, folder in folders:
@@ -173,8 +187,8 @@ def read_record(path: str) -> RolloutRecord | None:
     return record
 
 
-def read_rollouts(run: RunDir, metric: str, units: str = "*") -> RunRollouts:
-    """Tally the records of ``units`` (a unit folder's name; ``*``: all) and of ``final/``."""
+def read_rollouts(run: RunDir, metric: str, units: Collection[str] | None = None) -> RunRollouts:
+    """Tally the records of the unit folders named in ``units`` (None: all) and of ``final/``."""
     tally = RunRollouts(metric)
     root = str(run.root)
     for unit, folder in record_paths(run, units):

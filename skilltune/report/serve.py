@@ -4,17 +4,19 @@ Built on the standard library's ``http.server`` (ThreadingHTTPServer): a handful
 routes need no framework, and no dependency means nothing to pin or to audit for a server
 that listens on the user's machine. Every report is rendered in memory (cached until the
 run's fingerprint changes); nothing is ever written, in a run directory or elsewhere. Only
-GET and HEAD are answered; every other method gets 405. The page of a live run polls the
-run's fingerprint and reloads itself when the run moves on.
+GET and HEAD are answered; every other method gets 405. The page of a live run polls ``_live``:
+it reloads itself when the run's fingerprint changes (a stage or unit ended), and in between
+shows the rollouts, tokens and USD of the records on disk (as ``status`` counts them).
 
-Routes: ``/`` (the runs), ``/_fingerprint`` (of the list), ``/runs/TAG/`` (a report),
-``/runs/TAG/_fingerprint``, ``/runs/TAG/PATH`` (a file of the run, for the report's links),
-``/_static/plotly-VERSION.min.js``.
+Routes: ``/`` (the runs), ``/_fingerprint`` and ``/_live`` (of the list), ``/runs/TAG/`` (a
+report), ``/runs/TAG/_fingerprint``, ``/runs/TAG/_live``, ``/runs/TAG/PATH`` (a file of the run,
+for the report's links), ``/_static/plotly-VERSION.min.js``.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import mimetypes
 import threading
 from http import HTTPStatus
@@ -26,6 +28,7 @@ from urllib.parse import quote, unquote, urlsplit
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.report.model import RunSummary
 from skilltune.report.read import is_run, process_alive, summarize
+from skilltune.textfmt import usd
 
 _WATCHED = ("journal.jsonl", "TERMINAL", "comparison.json", "results.tsv", "audit.json")
 
@@ -48,6 +51,23 @@ def fingerprint(run: Path) -> str:
     return ":".join(parts)
 
 
+def live_counts(run: Path, prefix: str = "live-", suffix: str = "") -> dict[str, str]:
+    """What a live run has spent so far, as the page shows it (element id -> text): read from the
+    records on disk, which grow between two changes of the fingerprint (a light read: the unit
+    records, and the records of the folders that may still grow)."""
+    totals = summarize(run, depth="light").totals
+    return {
+        f"{prefix}rollouts{suffix}": f"{totals.rollouts:,}",
+        f"{prefix}tokens{suffix}": f"{totals.tokens:,}",
+        f"{prefix}usd{suffix}": usd(totals.usd),
+    }
+
+
+def live(token: str, text: dict[str, str]) -> bytes:
+    """The answer of a ``_live`` route: the fingerprint, and the text to put in each element."""
+    return json.dumps({"token": token, "text": text}).encode()
+
+
 class RunsView:
     """The runs under a folder (or one run), their summaries and reports, cached by fingerprint."""
 
@@ -66,6 +86,25 @@ class RunsView:
 
     def list_fingerprint(self) -> str:
         return "|".join(f"{tag}={fingerprint(path)}" for tag, path in self.runs().items())
+
+    def list_live(self) -> bytes:
+        """The list's fingerprint, and each live run's rollouts and USD (ids ``rollouts-TAG``, ``usd-TAG``)."""
+        runs = self.runs()
+        marks = {tag: fingerprint(path) for tag, path in runs.items()}
+        text: dict[str, str] = {}
+        for tag, mark in marks.items():
+            if mark.endswith(":live"):
+                try:
+                    text |= live_counts(runs[tag], prefix="", suffix=f"-{tag}")
+                except SkilltuneError:  # the list says what is wrong with it when it reloads
+                    continue
+        return live("|".join(f"{tag}={mark}" for tag, mark in marks.items()), text)
+
+    def run_live(self, tag: str) -> bytes:
+        """The run's fingerprint, and (while it runs) its rollouts, tokens and USD."""
+        path = self.runs()[tag]
+        mark = fingerprint(path)
+        return live(mark, live_counts(path) if mark.endswith(":live") else {})
 
     def summaries(self) -> tuple[list[RunSummary], list[str]]:
         found, problems = [], []
@@ -104,7 +143,7 @@ class RunsView:
         html = render_page(
             summary,
             plotly_src=plotly_src,
-            live_url=f"/runs/{quote(tag)}/_fingerprint",
+            live_url=f"/runs/{quote(tag)}/_live",
             live_token=mark,
             home_url="/",
         )
@@ -167,6 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
             return HTTPStatus.OK, "text/html", html.encode(), False
         if path == "/_fingerprint":
             return HTTPStatus.OK, "text/plain", view.list_fingerprint().encode(), False
+        if path == "/_live":
+            return HTTPStatus.OK, "application/json", view.list_live(), False
         if path == self.server.plotly_path:
             return HTTPStatus.OK, "text/javascript", self.server.plotly_js(), True
         parts = path.split("/", 3)  # "", "runs", TAG, REST
@@ -182,6 +223,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return HTTPStatus.OK, "text/html", view.report(tag, self.server.plotly_path).encode(), False
             if rest == "_fingerprint":
                 return HTTPStatus.OK, "text/plain", fingerprint(runs[tag]).encode(), False
+            if rest == "_live":
+                return HTTPStatus.OK, "application/json", view.run_live(tag), False
             return _run_file(runs[tag], rest)
         return _not_found(f"nothing at {path}")
 

@@ -40,6 +40,8 @@ def status_screen(s: RunSummary) -> RenderableType:
             "held-out",
             f"best - S0 on {split}: {gain.diff:+.3f} [{fmt(gain.low)}, {fmt(gain.high)}] ({gain.verdict})",
         )
+    elif s.held_out_missing:
+        facts.add_row("held-out", "\n".join(["none. " + s.held_out_missing, *s.held_out_commands]))
     t = s.totals
     spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {duration(t.seconds)} wall"
     facts.add_row("spent", spent + (f" ({t.cached:,} rollouts from the cache)" if t.cached else ""))
@@ -59,7 +61,7 @@ def status_screen(s: RunSummary) -> RenderableType:
     for col in ("unit", "verdict", "val cand.", "val inc.", "reason"):
         verdicts.add_column(col, no_wrap=col != "reason")
     for u in s.units[-LAST_VERDICTS:]:
-        style = {"keep": "green", "running": "blue"}.get(u.verdict, "")
+        style = {"keep": "green", "running": "blue", "unfinished": "yellow"}.get(u.verdict, "")
         verdicts.add_row(
             u.name,
             Text(u.verdict, style=style),

@@ -4,6 +4,7 @@ diff, the proposer's edits with their rationale and the trajectories they cite."
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from pathlib import Path
 
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
@@ -15,6 +16,28 @@ from skilltune.skill import Candidate
 EXCERPT_CHARS = 600
 DIFF_LINES = 400
 PAIRED_Z = 1.645
+
+
+@dataclass(frozen=True)
+class ProposerUsage:
+    """What the proposer used in a unit (its reflections.json, or an epoch's slow_update.json)."""
+
+    stage: str
+    tokens: int = 0
+    calls: int = 0
+    found: bool = False
+
+
+def proposer_usage(folder: Path) -> ProposerUsage:
+    """The proposer's tokens and calls in the unit at ``folder``, as the budgets count them."""
+    reflections, slow = folder / "reflections.json", folder / "slow_update.json"
+    if reflections.is_file():
+        answer = ReflectionsFile.read(reflections)
+        return ProposerUsage("reflect", answer.tokens, len(answer.calls), found=True)
+    if slow.is_file():
+        update = SlowUpdateFile.read(slow)
+        return ProposerUsage("slow_update", update.tokens, len(update.calls), found=True)
+    return ProposerUsage("reflect" if folder.name.startswith("step") else "slow_update")
 
 
 def unit_view(record: UnitRecord, folder: Path) -> UnitView:
@@ -31,6 +54,8 @@ def unit_view(record: UnitRecord, folder: Path) -> UnitView:
         verdict = Verdict.read(gate)
         view.rounds = [_round(r.model_dump()) for r in verdict.rounds]
         view.interval = _interval(view.rounds[-1]) if view.rounds else None
+        paired = {pair.incumbent_replicate for r in verdict.rounds for pair in r.pairs}
+        view.incumbent_replicates = sorted(paired)  # none in gate.json of schema 5 or older
     return view
 
 

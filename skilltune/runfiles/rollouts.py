@@ -85,6 +85,18 @@ class RolloutRecord(RunFile):
     pending_status: ScoredStatus | None = None  # set when unscored: the status a score will confirm
     judge: ScoringUsage | None = None
 
+    @property
+    def spent_tokens(self) -> int:
+        """The tokens this rollout used, its agent's and its judge's: what budgets and the report count
+        (a record copied from a shared cache, ``cached_from``, cost nothing in this run)."""
+        judged = self.judge.tokens if self.judge is not None else 0
+        return (self.tokens_in or 0) + (self.tokens_out or 0) + judged
+
+    @property
+    def spent_usd(self) -> float:
+        """The USD of this rollout: its agent's (reported or estimated) and its judge's."""
+        return (self.cost_usd or 0.0) + (self.judge.cost_usd if self.judge is not None else 0.0)
+
 
 class ArmResult(BaseModel):
     skill_hash: str

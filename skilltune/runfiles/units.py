@@ -16,6 +16,11 @@ def _calls_without_cost(raw: dict[str, Any]) -> dict[str, Any]:
     return raw | {"calls": calls}
 
 
+def _call_tokens(calls: list[ProposerCall]) -> int:
+    """The tokens of a proposer's calls: what budgets and the report count for them."""
+    return sum((call.tokens_in or 0) + (call.tokens_out or 0) for call in calls)
+
+
 class ReflectionsFile(RunFile):
     """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode)."""
 
@@ -26,6 +31,10 @@ class ReflectionsFile(RunFile):
     calls: list[ProposerCall] = Field(default_factory=list)
     notes: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def tokens(self) -> int:
+        return _call_tokens(self.calls)
+
 
 class SlowUpdateFile(RunFile):
     """slow_update.json: the epoch's longitudinal guidance for the skill's slow-update block."""
@@ -34,6 +43,10 @@ class SlowUpdateFile(RunFile):
 
     guidance: str
     calls: list[ProposerCall] = Field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return _call_tokens(self.calls)
 
 
 Decision = Literal["accept", "reject", "contaminated"]

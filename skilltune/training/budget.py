@@ -101,20 +101,18 @@ def records_run(folder: Path) -> list[RolloutRecord]:
 
 def proposer_tokens(folder: Path) -> int:
     """Tokens of the proposer calls recorded under ``folder`` (reflections and slow updates)."""
-    calls = [c for p in sorted(folder.rglob("reflections.json")) for c in ReflectionsFile.read(p).calls]
-    calls += [c for p in sorted(folder.rglob("slow_update.json")) for c in SlowUpdateFile.read(p).calls]
-    return sum((c.tokens_in or 0) + (c.tokens_out or 0) for c in calls)
+    reflections = sum(ReflectionsFile.read(p).tokens for p in sorted(folder.rglob("reflections.json")))
+    return reflections + sum(SlowUpdateFile.read(p).tokens for p in sorted(folder.rglob("slow_update.json")))
 
 
 def record_tokens(record: RolloutRecord) -> int:
-    """A rollout's tokens: the agent's and its judge's."""
-    judged = record.judge.tokens if record.judge is not None else 0
-    return (record.tokens_in or 0) + (record.tokens_out or 0) + judged
+    """A rollout's tokens: the agent's and its judge's (as the report counts them)."""
+    return record.spent_tokens
 
 
 def record_cost(record: RolloutRecord) -> float:
     """A rollout's USD: the agent's (reported or estimated) and its judge's."""
-    return (record.cost_usd or 0.0) + (record.judge.cost_usd if record.judge is not None else 0.0)
+    return record.spent_usd
 
 
 def spent(run: RunDir) -> Spent:

@@ -1,0 +1,150 @@
+"""The held-out comparison as the report shows it, or why a run has none and the command that makes one."""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import Any
+
+from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary
+from skilltune.rundir import RunDir
+from skilltune.runfiles import Comparison, TrainConfig
+
+# The prefix of an exhausted run's reason (train/budget.py's BudgetExhausted) -> the flag that raises it.
+_BUDGET_FLAGS = {
+    "rollout budget": "--budget-rollouts",
+    "token budget": "--budget-tokens",
+    "USD budget": "--budget-usd",
+    "time budget": "--budget-hours",
+}
+_ENDED = {
+    "exhausted": "ran out of budget",
+    "stopped": "was stopped",
+    "interrupted": "ended without finishing (its process died)",
+    "blocked": "ended blocked",
+    "crash": "crashed",
+}
+
+
+def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> HeldOut:
+    vals = {"S0": summary.seed_val, "best": summary.best_val}
+    arms = []
+    for name, arm in comparison.arms.items():
+        value = {"hard": arm.hard_acc, "soft": arm.soft_acc}.get(comparison.metric, arm.mixed)
+        low = high = None
+        if with_ci:
+            low, high = _mean_ci(_task_means(arm.per_task))
+        arms.append(
+            ArmView(
+                name=name,
+                skill=arm.skill_hash[:12],
+                mean=value,
+                low=low,
+                high=high,
+                n_tasks=arm.n_tasks,
+                n_rollouts=arm.n_rollouts,
+                val=vals.get(name),
+            )
+        )
+    pairs = [
+        PairView(
+            a=p.a,
+            b=p.b,
+            diff=p.diff,
+            low=p.ci95[0] if p.ci95 else None,
+            high=p.ci95[1] if p.ci95 else None,
+            p_value=p.p_value,
+            verdict=p.verdict,
+        )
+        for p in comparison.pairs
+    ]
+    return HeldOut(
+        split=comparison.split, metric=comparison.metric, reps=comparison.reps,
+        contaminated=comparison.contaminated, arms=arms, pairs=pairs,
+    )  # fmt: skip
+
+
+def _task_means(per_task: dict[str, list[float | None]]) -> list[float]:
+    out = []
+    for scores in per_task.values():
+        got = [s for s in scores if s is not None]
+        if got:
+            out.append(sum(got) / len(got))
+    return out
+
+
+def _mean_ci(values: list[float]) -> tuple[float | None, float | None]:
+    """A 95% t-interval on the mean of per-task means, clipped to [0, 1] (a score's range)."""
+    from skilltune.stats import mean, upper_bound
+
+    if len(values) < 2:
+        return None, None
+    centre = mean(values)
+    half = upper_bound(values, 0.975) - centre
+    if not math.isfinite(half):
+        return None, None
+    return round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)
+
+
+def missing(summary: RunSummary, config: TrainConfig, run: RunDir) -> tuple[str, list[str]]:
+    """Why the run has no comparison.json (train writes it after the last unit, when something was
+    kept and the suite has a test split), and the commands that make one."""
+    root = shlex.quote(str(run.root))
+    if summary.state == "running":
+        return "The run is still going: the held-out test runs after its last unit.", []
+    ended = _ENDED.get(summary.state)
+    if ended is None:  # success or no-progress: the run ended as planned
+        if summary.kept == 0:
+            return "Nothing was kept: the best skill is the seed, so there is nothing to compare.", []
+        return (
+            "The suite has no test split, so the run held nothing out. Add one (test.jsonl) and compare "
+            "the best skill with the seed:",
+            [_compare(config, run)],
+        )
+    resume = f"skilltune resume {root}{_raise(summary, config)}"
+    why = f"The run {ended} ({summary.reason}) before its held-out test, which runs after its last unit."
+    if summary.state == "exhausted":
+        how = "Raise the budget and resume: the remaining units run, then the held-out test."
+    elif summary.state in ("blocked", "crash"):
+        how = "Once the cause is fixed, resume: the remaining units run, then the held-out test."
+    else:
+        how = "Resume it: the remaining units run, then the held-out test."
+    if summary.kept == 0:
+        return f"{why} Nothing has been kept yet. {how}", [resume]
+    return f"{why} {how} Or test the best skill kept so far as it is:", [resume, _compare(config, run)]
+
+
+def _raise(summary: RunSummary, config: TrainConfig) -> str:
+    """The flag raising the budget that ran out (`` --budget-rollouts N``), or nothing."""
+    if summary.state != "exhausted":
+        return ""
+    kind = next((k for k in _BUDGET_FLAGS if summary.reason.startswith(k)), None)
+    if kind is None:
+        return ""
+    flag = _BUDGET_FLAGS[kind]
+    planned = summary.planned_rollouts
+    if kind == "rollout budget" and planned and planned > (config.budget_rollouts or 0):
+        return f" {flag} {planned}"  # the plan counts every gate at its cap: always enough
+    limit = {
+        "token budget": config.budget_tokens, "USD budget": config.budget_usd,
+        "time budget": config.budget_hours, "rollout budget": config.budget_rollouts,
+    }.get(kind)  # fmt: skip
+    return f" {flag} N  (N above the {limit:g} set)" if limit is not None else f" {flag} N"
+
+
+def _compare(config: TrainConfig, run: RunDir) -> str:
+    """``skilltune compare`` of the seed and best_skill/ on the test split, as the run's own test."""
+    words = [
+        "skilltune", "compare", config.suite, f"S0={run.seed_dir}", f"best={run.best_dir}",
+        "--agent", config.agent, *_options("--agent-opt", config.agent_options),
+        "--split", "test", "--reps", str(config.test_reps), "--seed", str(config.seed),
+        "--metric", config.metric, "--out", f"{run.root}-heldout",
+    ]  # fmt: skip
+    if config.prompt_variant != "cheap":
+        words += ["--prompt-variant", config.prompt_variant]
+    words += _options("--judge-opt", config.judge_options)
+    return shlex.join(words)
+
+
+def _options(flag: str, options: dict[str, Any]) -> list[str]:
+    return [word for key, value in options.items() for word in (flag, f"{key}={value}")]
