@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
-from skilltune.modelcalls.failures import Failure, answer_error, error_text, http_failure
+from skilltune.modelcalls.failures import CallFailure, answer_error, error_text, http_failure
 from skilltune.modelcalls.settings import ChatRequest, Endpoint
 from skilltune.modelcalls.transport import NO_KEY
 
@@ -236,7 +236,7 @@ def _read(message: BaseMessage, partial: Partial) -> None:
         partial.tokens_out = usage.get("output_tokens")
 
 
-def failure_of(exc: BaseException, provider: str) -> Failure:
+def failure_of(exc: BaseException, provider: str) -> CallFailure:
     """What an exception of the SDK, LangChain or the HTTP client says; raises any other."""
     import httpx2
 
@@ -250,17 +250,17 @@ def failure_of(exc: BaseException, provider: str) -> Failure:
     if isinstance(exc, sdk.APIStatusError) and isinstance(status, int) and status >= 400:
         return http_failure(status, exc.response.headers, message)
     if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
-        return Failure("timeout", f"{type(exc).__name__}: no answer in time ({exc})", retryable=True)
+        return CallFailure("timeout", f"{type(exc).__name__}: no answer in time ({exc})", retryable=True)
     if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError | OSError):
         cause: BaseException = exc
         while cause.__cause__ is not None:  # LangChain's error wraps the SDK's, which wraps httpx2's
             cause = cause.__cause__
-        return Failure("network", f"{type(cause).__name__}: {cause}".strip(": "), retryable=True)
+        return CallFailure("network", f"{type(cause).__name__}: {cause}".strip(": "), retryable=True)
     if isinstance(exc, sdk.APIError):  # an error event inside a stream
         return answer_error(message)
     if isinstance(exc, ValueError) and exc.args and isinstance(exc.args[0], dict):
         return answer_error(error_text(exc.args[0]))  # LangChain's ValueError(error) for a 200 reporting one
     if isinstance(exc, ValueError | KeyError | TypeError):  # LangChain's word for an answer not of this API
         reason = f"the answer is not one of this API: {type(exc).__name__}: {exc}"
-        return Failure("server_error", reason[:400], retryable=True)
+        return CallFailure("server_error", reason[:400], retryable=True)
     raise exc

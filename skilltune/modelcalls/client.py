@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from skilltune.errors import UsageError
-from skilltune.modelcalls.failures import REFUSED, Failure, final_error
+from skilltune.modelcalls.failures import REFUSED, CallFailure, final_error
 from skilltune.modelcalls.limits import endpoint_state
 from skilltune.modelcalls.prices import estimate_cost
 from skilltune.modelcalls.settings import CallCancelled, CallSettings, ChatRequest, Endpoint, Reply
@@ -40,7 +40,7 @@ _LEARNABLE = ("stream_options", "parallel_tool_calls")  # parameters left out on
 @dataclass
 class _Outcome:
     partial: Partial
-    failure: Failure | None = None
+    failure: CallFailure | None = None
     cut: bool = False  # the client stopped reading: the stream ran past the token limit
 
 
@@ -207,12 +207,12 @@ class ModelClient:
         ended = run_attempt(work, conn, deadline, cancel)
         if ended.timed_out:
             reason = f"no complete answer within timeout_s={self.settings.timeout_s:g} s (the connection was closed)"
-            return _Outcome(partial, Failure("timeout", reason, retryable=True))
+            return _Outcome(partial, CallFailure("timeout", reason, retryable=True))
         if ended.error is not None and not conn.requests:
             raise ended.error  # LangChain or the SDK refused the call before sending it: a bug of ours
         if ended.error is not None and conn.unstreamed:
             reason = "the endpoint answered stream=true with one JSON object (it does not stream)"
-            return _Outcome(partial, Failure("server_error", reason, ignored="stream"))
+            return _Outcome(partial, CallFailure("server_error", reason, ignored="stream"))
         if ended.error is not None:
             return _Outcome(partial, chatmodels.failure_of(ended.error, provider))
         return _Outcome(partial, cut=bool(ended.result))
@@ -220,7 +220,7 @@ class ModelClient:
     # --- failures ---------------------------------------------------------------------------
     def _adapt(
         self,
-        failure: Failure,
+        failure: CallFailure,
         token_param: str,
         params: dict[str, Any],
         notes: list[str],

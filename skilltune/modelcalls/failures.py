@@ -20,7 +20,7 @@ _TRANSIENT = re.compile(r"overload|rate|server_error|api_error|unavailable|timeo
 
 
 @dataclass
-class Failure:
+class CallFailure:
     kind: ErrorKind
     reason: str  # one line: what the endpoint said
     status: int | None = None
@@ -57,28 +57,28 @@ def error_text(body: Any, fallback: str = "") -> str:
     return text[:300] or fallback or "(no body)"
 
 
-def http_failure(status: int, headers: Any, message: str) -> Failure:
+def http_failure(status: int, headers: Any, message: str) -> CallFailure:
     reason = f"HTTP {status}: {' '.join(message.split())[:400]}"
     if status == 429:
-        return Failure("rate_limited", reason, status, True, retry_after(headers))
+        return CallFailure("rate_limited", reason, status, True, retry_after(headers))
     if status >= 500 or status in (408, 409, 425):
-        return Failure("server_error", reason, status, True, retry_after(headers))
+        return CallFailure("server_error", reason, status, True, retry_after(headers))
     if status in (401, 403):
-        return Failure("auth", reason, status)
+        return CallFailure("auth", reason, status)
     if status == 404:
-        return Failure("not_found", reason, status)
-    return Failure("bad_request", reason, status)
+        return CallFailure("not_found", reason, status)
+    return CallFailure("bad_request", reason, status)
 
 
-def answer_error(text: str) -> Failure:
+def answer_error(text: str) -> CallFailure:
     """An error the endpoint reported inside a 200 answer or a stream."""
     transient = bool(_TRANSIENT.search(text))
     kind: ErrorKind = "server_error" if transient else "bad_request"
-    return Failure(kind, f"error in the answer: {' '.join(text.split())[:400]}", retryable=transient)
+    return CallFailure(kind, f"error in the answer: {' '.join(text.split())[:400]}", retryable=transient)
 
 
 def final_error(
-    failure: Failure,
+    failure: CallFailure,
     endpoint: Endpoint,
     settings: CallSettings,
     where: str,

@@ -29,7 +29,7 @@ from skilltune.report.model import (
     Totals,
     UnitView,
 )
-from skilltune.report.rollouts import RunRollouts, read_rollouts
+from skilltune.report.rollouts import RolloutTally, read_rollouts
 from skilltune.report.units import ProposerUsage, SkillVersions, add_detail, proposer_usage, unit_view
 from skilltune.report.warnings import run_warnings
 from skilltune.rundir import RunDir
@@ -218,7 +218,7 @@ def _position(unit: UnitView, epoch_steps: int) -> tuple[int, bool]:
 
 
 def _stages(
-    journal: list[JournalEvent], rollouts: RunRollouts, proposer: dict[str, ProposerUsage]
+    journal: list[JournalEvent], rollouts: RolloutTally, proposer: dict[str, ProposerUsage]
 ) -> list[StageCost]:
     """Per (unit, stage): wall seconds from journal.jsonl's stage events, summed over sessions;
     rollouts, tokens and USD of the records of the stage's phase, each rollout run counted once (a
@@ -260,14 +260,14 @@ def _min_effect(gate: str, options: dict[str, object]) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _heatmap(rollouts: RunRollouts, units: list[UnitView]) -> Heatmap:
+def _heatmap(rollouts: RolloutTally, units: list[UnitView]) -> Heatmap:
     tasks = rollouts.task_order
     cand = [[_cell(rollouts.task_mean(u.name, "gate", u.candidate, t)) for u in units] for t in tasks]
     inc = [[_cell(_incumbent_mean(rollouts, u, t)) for u in units] for t in tasks]
     return Heatmap(tasks=tasks, units=[u.name for u in units], candidate=cand, incumbent=inc)
 
 
-def _incumbent_mean(rollouts: RunRollouts, unit: UnitView, task: str) -> float | None:
+def _incumbent_mean(rollouts: RolloutTally, unit: UnitView, task: str) -> float | None:
     """The incumbent's score on ``task`` over the replicates the unit's gate paired, in whichever
     folder they lie (the seed's baseline, an earlier decision's gate, this one's); a gate.json of
     schema 5 or older names none: the unit's own gate rollouts of the incumbent then."""
@@ -281,7 +281,7 @@ def _cell(value: float | None) -> float | None:
 
 
 def _totals(
-    rollouts: RunRollouts,
+    rollouts: RolloutTally,
     units: list[UnitView],
     proposer: dict[str, ProposerUsage],
     seconds: float,

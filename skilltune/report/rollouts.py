@@ -54,7 +54,7 @@ class TrainRollout:
 
 
 @dataclass(frozen=True)
-class Failure:
+class FailedRollout:
     """A rollout that ended in an infra error, a crash or a scoring error."""
 
     unit: str
@@ -67,7 +67,7 @@ FAILURES = ("infra_error", "crashed", "scoring_error")
 
 
 @dataclass
-class RunRollouts:
+class RolloutTally:
     """Every rollout record of a run, tallied. Units are folder names (``step_0003``,
     ``epoch_0001``; ``step_0000`` holds the seed's baseline, ``final`` the held-out test)."""
 
@@ -83,7 +83,7 @@ class RunRollouts:
     # (unit, candidate hash, task id) -> the hard outcomes seen in the unit's gate
     outcomes: dict[tuple[str, str, str], set[int]] = field(default_factory=lambda: defaultdict(set))
     train: dict[tuple[str, str, int], TrainRollout] = field(default_factory=dict)
-    failures: list[Failure] = field(default_factory=list)
+    failures: list[FailedRollout] = field(default_factory=list)
     task_order: list[str] = field(default_factory=list)  # val tasks in the order first met
     _seen: set[str] = field(default_factory=set)
 
@@ -113,7 +113,7 @@ class RunRollouts:
                 conversation=f"{rel}/{record.files.conversation}",
             )
         if record.status in FAILURES:
-            self.failures.append(Failure(unit, record.task_id, record.status, record.reason or ""))
+            self.failures.append(FailedRollout(unit, record.task_id, record.status, record.reason or ""))
 
     def task_mean(self, unit: str, phase: str, candidate: str, task: str) -> float | None:
         values = self.scores.get((unit, phase, candidate, task))
@@ -187,9 +187,9 @@ def read_record(path: str) -> RolloutRecord | None:
     return record
 
 
-def read_rollouts(run: RunDir, metric: str, units: Collection[str] | None = None) -> RunRollouts:
+def read_rollouts(run: RunDir, metric: str, units: Collection[str] | None = None) -> RolloutTally:
     """Tally the records of the unit folders named in ``units`` (None: all) and of ``final/``."""
-    tally = RunRollouts(metric)
+    tally = RolloutTally(metric)
     root = str(run.root)
     for unit, folder in record_paths(run, units):
         record = read_record(os.path.join(root, folder, "record.json"))  # noqa: PTH118

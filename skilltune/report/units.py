@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
-from skilltune.report.rollouts import RunRollouts
+from skilltune.report.rollouts import RolloutTally
 from skilltune.rundir import RunDir
 from skilltune.runfiles import ReflectionsFile, SlowUpdateFile, UnitRecord, Verdict
 from skilltune.skill import Candidate
@@ -144,7 +144,7 @@ def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[:head]}\n[... {len(text) - limit} characters ...]\n{text[-(limit - head) :]}"
 
 
-def add_detail(view: UnitView, run: RunDir, rollouts: RunRollouts | None, versions: SkillVersions) -> None:
+def add_detail(view: UnitView, run: RunDir, rollouts: RolloutTally | None, versions: SkillVersions) -> None:
     """Fill the unit's edits (with rationale and cited trajectories), diff and slow-update guidance."""
     folder = run.unit_dir(view.kind, view.index)
     view.diff = skill_diff(versions.get(view.parent), versions.get(view.candidate))
@@ -173,7 +173,7 @@ def add_detail(view: UnitView, run: RunDir, rollouts: RunRollouts | None, versio
         view.guidance = SlowUpdateFile.read(slow).guidance
 
 
-def _citation(support: str, unit: str, root: Path, rollouts: RunRollouts | None) -> Citation:
+def _citation(support: str, unit: str, root: Path, rollouts: RolloutTally | None) -> Citation:
     task_id, _, rep = support.rpartition("#r")
     found = None
     if rollouts is not None and rep.isdigit():

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from skilltune.report.model import RunSummary
-from skilltune.report.rollouts import RunRollouts, record_paths
+from skilltune.report.rollouts import RolloutTally, record_paths
 from skilltune.rundir import RunDir
 from skilltune.stats.regime import FLAKY_SD, SATURATED, TOO_HARD
 
@@ -27,7 +27,7 @@ def ending_warnings(state: str, reason: str) -> list[str]:
     return []
 
 
-def run_warnings(summary: RunSummary, rollouts: RunRollouts) -> list[str]:
+def run_warnings(summary: RunSummary, rollouts: RolloutTally) -> list[str]:
     found = ending_warnings(summary.state, summary.reason)
     seed = summary.seed_val
     if seed is not None and not TOO_HARD <= seed <= SATURATED:
@@ -99,7 +99,7 @@ def judged_tasks(run: RunDir) -> set[str]:
     }
 
 
-def _flaky_test_tasks(rollouts: RunRollouts) -> tuple[list[str], int]:
+def _flaky_test_tasks(rollouts: RolloutTally) -> tuple[list[str], int]:
     """Held-out tasks whose replicates of one skill spread by FLAKY_SD or more, and the tasks tested."""
     tested = {key[3] for key in rollouts.scores if key[:2] == ("final", "test")}
     flaky = {
@@ -110,7 +110,7 @@ def _flaky_test_tasks(rollouts: RunRollouts) -> tuple[list[str], int]:
     return sorted(flaky), len(tested)
 
 
-def _held_out_warnings(summary: RunSummary, rollouts: RunRollouts) -> list[str]:
+def _held_out_warnings(summary: RunSummary, rollouts: RolloutTally) -> list[str]:
     held = summary.held_out
     if held is None:
         return []
