@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from skilltune.errors import UsageError
 from skilltune.store import write_json
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 
