@@ -37,7 +37,7 @@ def _answer(edits: list[dict[str, Any]]) -> str:
 
 
 def _first_id(body: dict[str, Any]) -> str:
-    found = IDS.findall(prompt_of(body))
+    found: list[str] = IDS.findall(prompt_of(body))
     assert found, "the analyst's prompt names no train trajectory"
     return found[0]
 

@@ -3,6 +3,8 @@ and the val-free outcome the proposer is told."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from skilltune.propose.edit import GROWTH_ALLOWED, PatchError, fit_growth, growth_limit, lint_edit
@@ -135,10 +137,12 @@ def test_candidates_equal_after_normalisation_have_one_normal_form() -> None:
     assert a.hash != b.hash and normal_form(a) == normal_form(b) != normal_form(c)
 
 
-def _unit(index: int, verdict: str, decision: str, reason: str, edits: list[str]) -> UnitRecord:
+def _unit(
+    index: int, verdict: Literal["keep", "discard"], decision: str, reason: str, edits: list[str]
+) -> UnitRecord:
     return UnitRecord(
         kind="step", index=index, step=index, epoch=1, candidate=f"{index:064d}", parent="0" * 64,
-        verdict=verdict, decision=decision, reason=reason, metric="mixed",  # type: ignore[arg-type]
+        verdict=verdict, decision=decision, reason=reason, metric="mixed",
         val_candidate=0.8731 if decision in ("accept", "reject") else None,
         val_incumbent=0.4269 if decision in ("accept", "reject") else None,
         edits=edits, edit_texts=[e.split(": ", 1)[1] for e in edits],
