@@ -62,6 +62,13 @@ class Edit(BaseModel):
         return f"{self.op}{anchor}{body}"
 
 
+class DroppedEdit(BaseModel):
+    """An edit taken out of a proposal before merging, and why (kept for audit)."""
+
+    edit: Edit
+    reason: str
+
+
 class RejectedEdit(BaseModel):
     step: int
     edit: str  # compact form, as shown to proposers
@@ -106,3 +113,4 @@ class Proposal(BaseModel):
     files: dict[str, str] | None = None
     calls: list[ProposerCall] = Field(default_factory=list)
     notes: dict[str, Any] = Field(default_factory=dict)
+    dropped: list[DroppedEdit] = Field(default_factory=list)

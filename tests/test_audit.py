@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from skilltune.cli import app
 from skilltune.progress import PlainReporter
-from skilltune.proposal import EvidencePacket, Proposal
+from skilltune.proposal import DroppedEdit, Edit, EvidencePacket, Proposal
 from skilltune.propose.base import PROPOSERS
 from skilltune.propose.mock import MockProposer
 from skilltune.review.audit import audit
@@ -99,6 +99,18 @@ def test_a_planted_val_prompt_in_a_proposer_answer_is_flagged(run_copy: RunDir) 
     assert leak.where == "steps/step_0003/reflections.json calls[0] (analyst) response"
     assert "val task val-redis-eviction (prompt)" in leak.message
     assert leak.details["passages"][0]["text"] == " ".join(words(leaked))
+
+
+def test_a_val_prompt_in_an_edit_dropped_before_the_merge_is_flagged(run_copy: RunDir) -> None:
+    """An edit dropped for citing no trajectory was still the proposer's answer: the leak search reads it."""
+    path = run_copy.unit_dir("step", 3) / "reflections.json"
+    reflections = ReflectionsFile.read(path)
+    edit = Edit(op="append", text=f"- {VAL_PROMPT}", support=["<trajectory id>"])
+    reflections.model_copy(update={"dropped": [DroppedEdit(edit=edit, reason="cites nothing")]}).write(path)
+    found = audit(run_copy.root)
+    assert [(f.check, f.where) for f in found.findings] == [
+        ("leak", "steps/step_0003/reflections.json dropped[0]")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,10 @@ def test_a_bare_list_of_edits_is_read_and_a_lone_edit_gets_the_repair(
     reflections = json.loads((tmp_path / "bare" / "steps" / "step_0001" / "reflections.json").read_text())
     assert [c["role"] for c in reflections["calls"]] == ["analyst", "analyst (repair)"]
     assert "edits: Field required" in reflections["calls"][1]["prompt"]
-    assert [e["text"] for e in reflections["edits"]] == [POOL[0]["text"]]
+    # read from the bare list, then dropped before the merge: it cites no trajectory
+    assert reflections["edits"] == [] and [d["edit"]["text"] for d in reflections["dropped"]] == [
+        POOL[0]["text"]
+    ]
 
 
 def test_rewrite_mode_runs_three_roles_as_separate_calls(

@@ -197,7 +197,7 @@ def test_gate_json_of_schema_5_migrates_to_the_task_level_verdict() -> None:
     old = {"schema_version": 5, "decision": "accept", "reason": "gain +0.200 crossed the bound", "metric": "mixed",
            "val_candidate": 0.6, "val_incumbent": 0.4, "rounds": rounds, "rollouts": 40, "alpha": 0.016}  # fmt: skip
     verdict = Verdict.parse(old, "gate.json")
-    assert verdict.schema_version == SCHEMA_VERSION
+    assert verdict.schema_version == SCHEMA_VERSION >= 6
     assert verdict.test == "replicate-t" and verdict.accept and verdict.alpha == 0.016
     assert verdict.reused == 0 and verdict.prefetched == 0 and verdict.rounds[0].pairs == []
     one_pass = old | {"rounds": [rounds[0] | {"statistic": {"mean_diff": 0.2}}]}
@@ -211,6 +211,23 @@ def test_gate_json_of_schema_5_migrates_to_the_task_level_verdict() -> None:
         assert Verdict.parse(old | {"schema_version": older}, "gate.json").test == "replicate-t"
     with pytest.raises(NewerRunFileError):
         Verdict.parse(old | {"schema_version": SCHEMA_VERSION + 1}, "gate.json")
+
+
+def test_reflections_of_schema_6_read_as_schema_7_with_nothing_dropped() -> None:
+    """Schema 7 keeps the edits dropped before the merge (an edit citing no trajectory); a schema-6
+    reflections.json dropped none, and a step record of schema 6 reads unchanged."""
+    edit = {"op": "append", "text": "- A rule.", "support": ["train-a#r0"]}
+    old = {"schema_version": 6, "edits": [edit], "calls": [], "notes": {}}
+    reflections = ReflectionsFile.parse(old, "reflections.json")
+    assert reflections.schema_version == SCHEMA_VERSION == 7
+    assert reflections.dropped == [] and [e.text for e in reflections.edits] == ["- A rule."]
+    for older in (3, 4, 5):
+        assert ReflectionsFile.parse(old | {"schema_version": older}, "reflections.json").dropped == []
+    dropped = {"edit": edit | {"support": ["<trajectory id>"]}, "reason": "cites no trajectory"}
+    current = ReflectionsFile.parse(old | {"schema_version": 7, "dropped": [dropped]}, "reflections.json")
+    assert current.dropped[0].reason == "cites no trajectory"
+    with pytest.raises(NewerRunFileError):
+        ReflectionsFile.parse(old | {"schema_version": 8}, "reflections.json")
 
 
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:

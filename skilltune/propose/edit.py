@@ -16,6 +16,7 @@ from skilltune.skill import PROTECTED_BLOCK, Candidate, block_key, lint_candidat
 _PROTECTED = PROTECTED_BLOCK  # both forms: <!-- PROTECTED:name --> and skill-trainer's :START/:END
 _MARKER = re.compile(r"<!--\s*/?PROTECTED")
 NEAR_MATCH_RATIO = 0.92
+GROWTH_ALLOWED = 900  # characters a unit may always add to the main file, whatever its length
 
 
 class PatchError(ValueError):
@@ -265,7 +266,46 @@ def lint_edit(
         new_blocks.pop(own_block, None)
     if old_blocks != new_blocks:
         return "lint: a PROTECTED block changed"
-    limit = len(incumbent.text) * (1 + growth_cap) + 200
+    return growth_problem(candidate, incumbent, growth_cap)
+
+
+def growth_limit(length: int, growth_cap: float) -> int:
+    """The most characters a main file of ``length`` may grow to in one unit: ``growth_cap`` of it
+    plus 200, and growth up to ``GROWTH_ALLOWED`` characters always (skill-trainer's rule, so a
+    short seed can take a few one-line rules)."""
+    return max(int(length * (1 + growth_cap) + 200), length + GROWTH_ALLOWED)
+
+
+def growth_problem(candidate: Candidate, incumbent: Candidate, growth_cap: float) -> str | None:
+    limit = growth_limit(len(incumbent.text), growth_cap)
     if len(candidate.text) > limit:
-        return f"lint: {candidate.main} grew from {len(incumbent.text)} to {len(candidate.text)} characters (cap {int(limit)})"
+        return f"lint: {candidate.main} grew from {len(incumbent.text)} to {len(candidate.text)} characters (cap {limit})"
     return None
+
+
+def fit_growth(
+    incumbent: Candidate, edits: list[Edit], growth_cap: float
+) -> tuple[Candidate, list[Edit], list[tuple[Edit, str]]]:
+    """The strongest edits (``edits`` is in rank order) whose patch stays within the growth cap:
+    each edit in turn joins the patch when the candidate still fits; the others are returned with
+    why. Raises PatchError when not even one edit fits (the whole patch is then linted as it is)."""
+    kept: list[Edit] = []
+    left: list[tuple[Edit, str]] = []
+    best: tuple[Candidate, list[Edit]] | None = None
+    for edit in edits:
+        try:
+            trial = apply_patch(incumbent, [*kept, edit])
+        except PatchError as exc:
+            left.append((edit, f"does not apply with the stronger edits kept: {exc}"))
+            continue
+        problem = growth_problem(trial[0], incumbent, growth_cap)
+        if problem is None:
+            kept.append(edit)
+            best = trial
+        else:
+            left.append(
+                (edit, f"over the growth cap with the stronger edits kept ({problem.removeprefix('lint: ')})")
+            )
+    if best is None:
+        raise PatchError("no edit fits within the growth cap on its own")
+    return best[0], best[1], left

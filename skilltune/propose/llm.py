@@ -25,6 +25,13 @@ from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Prov
 from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt, tagged
+from skilltune.propose.vet import (
+    anchor_problem,
+    anchor_repair_prompt,
+    cited,
+    parse_anchor_repair,
+    repair_anchors,
+)
 
 _FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 
@@ -122,7 +129,30 @@ class ModelProposer(Proposer):
                 return Proposal(calls=calls, notes={"error": f"invalid answer twice: {second}"})
         for rank, edit in enumerate(edits):
             edit.rank = rank
-        return Proposal(edits=edits, calls=calls)
+        return self._repair_anchors(packet, Proposal(edits=edits, calls=calls))
+
+    def _repair_anchors(self, packet: EvidencePacket, proposal: Proposal) -> Proposal:
+        """One repair round for the anchors not found in the skill (of edits that cite the evidence:
+        the others are dropped anyway)."""
+        edits = proposal.edits
+        failed = [
+            (index, problem)
+            for index, edit in enumerate(edits)
+            if cited(edit, packet) and (problem := anchor_problem(packet, edit)) is not None
+        ]
+        if not failed:
+            return proposal
+        prompt = anchor_repair_prompt(packet, [(edits[i], problem) for i, problem in failed])
+        answer = self._call("analyst (anchor repair)", prompt, proposal.calls)
+        notes = dict(proposal.notes)
+        try:
+            anchors = parse_anchor_repair(parse_json(answer.text))
+        except ValueError as exc:
+            notes["anchor_repair"] = f"0 of {len(failed)} anchors repaired: {exc}"
+            return proposal.model_copy(update={"notes": notes})
+        edits, repaired = repair_anchors(edits, [i for i, _ in failed], anchors, packet)
+        notes["anchor_repair"] = f"{repaired} of {len(failed)} anchors repaired"
+        return proposal.model_copy(update={"edits": edits, "notes": notes})
 
     def _edits(self, text: str) -> list[Edit]:
         try:

@@ -62,6 +62,11 @@ def edit_key(edit: Edit) -> tuple[str, str, str, str]:
     return (edit.op, edit.file, _norm(edit.anchor), _norm(edit.text))
 
 
+def normal_form(candidate: Candidate) -> tuple[tuple[str, str], ...]:
+    """Candidates equal under this key are the same skill (each file's text normalised as an edit's is)."""
+    return tuple(sorted((path, _norm(text)) for path, text in candidate.files.items()))
+
+
 def merge_edits(
     proposals: list[Edit], incumbent: Candidate, budget: int, known: set[str] | None = None
 ) -> MergeResult:

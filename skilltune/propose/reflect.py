@@ -21,7 +21,6 @@ from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
-from skilltune.textfmt import fmt
 
 _DIFF_LIMIT = 20_000
 
@@ -125,13 +124,24 @@ def build_packet(
     )
 
 
+GATE_DECISIONS = ("accept", "reject")  # decided on val: the proposer learns the outcome, never the figures
+
+
+def outcome(record: UnitRecord) -> str:
+    """What the proposer may learn of a unit's verdict: a gate's decision without its val figures;
+    the reason of a lint, screen (train figures), repeat or empty discard."""
+    if record.decision in GATE_DECISIONS:
+        return "kept by the gate on val" if record.verdict == "keep" else "rejected by the gate on val"
+    return f"{record.decision}: {record.reason}"
+
+
 def rejected_buffer(done: list[UnitRecord], limit: int = 12) -> list[RejectedEdit]:
-    """The latest edits the gate rejected, with its evidence, for the next proposer prompt."""
+    """The latest edits not kept, with what decided them (never a val figure), for the next proposer prompt."""
     out = []
     for record in done:
         if record.kind != "step" or record.verdict == "keep":
             continue
-        evidence = f"{record.decision}: {record.reason}"
+        evidence = outcome(record)
         texts = record.edit_texts or [""] * len(record.edits)
         out += [
             RejectedEdit(step=record.index, edit=edit, text=text, evidence=evidence)
@@ -143,18 +153,17 @@ def rejected_buffer(done: list[UnitRecord], limit: int = 12) -> list[RejectedEdi
 def render_memory(done: list[UnitRecord]) -> str:
     """META.md, the optimizer memory: what worked and what failed, by epoch.
 
-    Read by the proposer, never deployed with the skill; rebuilt from the unit records.
+    Read by the proposer, never deployed with the skill; rebuilt from the unit records. Val figures
+    stay out of it (the gate's outcome is told, not its figures).
     """
     lines = ["# Optimizer memory", "", "Read by the proposer; never part of the skill.", ""]
     for epoch in sorted({r.epoch for r in done}):
         units = [r for r in done if r.epoch == epoch]
         worked = [
-            f"- {r.kind} {r.index}: {'; '.join(r.edits)} (val {fmt(r.val_incumbent)} -> {fmt(r.val_candidate)})"
-            for r in units
-            if r.verdict == "keep"
+            f"- {r.kind} {r.index}: {'; '.join(r.edits)} ({outcome(r)})" for r in units if r.verdict == "keep"
         ]
         failed = [
-            f"- {r.kind} {r.index}: {'; '.join(r.edits) or '(no edit)'} ({r.decision}: {r.reason})"
+            f"- {r.kind} {r.index}: {'; '.join(r.edits) or '(no edit)'} ({outcome(r)})"
             for r in units
             if r.verdict != "keep"
         ]

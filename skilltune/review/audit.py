@@ -106,6 +106,9 @@ def _documents(history: History) -> Iterator[tuple[str, str]]:
             yield f"{rel} calls[{i}] ({call.role}) response", call.response
         for i, edit in enumerate(reflections.edits):
             yield f"{rel} edits[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
+        for i, dropped in enumerate(reflections.dropped):  # proposer output too, though never applied
+            edit = dropped.edit
+            yield f"{rel} dropped[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
         for name, text in sorted((reflections.files or {}).items()):
             yield f"{rel} files[{name}]", text
     for path in sorted(run.steps.glob("*/slow_update.json")):

@@ -33,7 +33,10 @@ field has a default); a judge.json or judge_inputs.json claiming a version befor
 ``reused`` incumbent rollouts and per-(task, replicate) ``pairs`` (gate.json of schema 5 or older
 is migrated: its sequential verdicts are marked ``test: replicate-t``).
 7 = a score (record.json's ``score``, score.json) carries ``feedback``: what the scorer says a person
-would need to fix the failure. Files of version 6 read unchanged, with no feedback.
+would need to fix the failure. Also in 7: reflections.json keeps the edits taken out before the merge (``dropped``: an edit citing no
+trajectory of its step's evidence, with the reason); a step record's ``decision`` may be ``repeat``
+(a candidate equal to one a gate rejected earlier in the run: not gated again). Files of version 6
+read unchanged (no feedback, ``dropped`` empty).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from skilltune.proposal import Edit, ProposerCall
+from skilltune.proposal import DroppedEdit, Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
 
 
@@ -22,7 +22,9 @@ def _call_tokens(calls: list[ProposerCall]) -> int:
 
 
 class ReflectionsFile(RunFile):
-    """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode)."""
+    """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode);
+    ``dropped``: the edits taken out before the merge, with why (schema 7: an edit citing no
+    trajectory of its step's evidence; a file of schema 6 or older dropped none)."""
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _calls_without_cost}
 
@@ -30,6 +32,7 @@ class ReflectionsFile(RunFile):
     files: dict[str, str] | None = None
     calls: list[ProposerCall] = Field(default_factory=list)
     notes: dict[str, Any] = Field(default_factory=dict)
+    dropped: list[DroppedEdit] = Field(default_factory=list)
 
     @property
     def tokens(self) -> int:

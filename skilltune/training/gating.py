@@ -1,5 +1,8 @@
 """Settling a unit's candidate, step or epoch alike: lint it, stage it in git, gate it, close the unit.
 
+A candidate equal to one a gate already rejected in the run is closed as a ``repeat`` before
+any rollout: it is never screened or gated again.
+
 Closing is a unit's commit point: its rollouts and tokens are counted, git moves (a keep
 commits the candidate and moves ``best``; a discard resets the work tree), and only then
 is step.json / epoch.json written. gate.json memoises the gate's verdict, so a resumed
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from skilltune.propose.edit import lint_edit
+from skilltune.propose.merge import normal_form
 from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
 from skilltune.skill import Candidate
@@ -221,6 +225,10 @@ def settle(
         )
     if problem is not None:
         return close(ctx, draft.record(candidate.hash, "discard", "lint", problem), None)
+    earlier = rejected_before(ctx, candidate, done)
+    if earlier is not None:  # no screen, no gate: no rollouts and no alpha for a decision already made
+        repeat = f"repeat of rejected candidate {earlier.candidate[:12]} ({earlier.kind} {earlier.index})"
+        return close(ctx, draft.record(candidate.hash, "discard", "repeat", repeat), None)
     ctx.repo.stage(candidate)
     if screen is not None:
         reason = screen()
@@ -231,6 +239,22 @@ def settle(
         verdict = decide(ctx, folder, candidate, incumbent, draft.unit.seq, done)
         info["rollouts"] = verdict.rollouts + verdict.prefetched
     return close(ctx, draft.judged(candidate, verdict), candidate if verdict.accept else None)
+
+
+def rejected_before(ctx: RunContext, candidate: Candidate, done: list[UnitRecord]) -> UnitRecord | None:
+    """The earlier unit whose candidate a gate rejected and which equals ``candidate`` after
+    normalisation (``normal_form``), if any: read from the units' saved candidates, so a resumed
+    run finds the same."""
+    key = normal_form(candidate)
+    for record in done:
+        if record.decision != "reject":
+            continue
+        folder = ctx.run.unit_dir(record.kind, record.index) / "candidate"
+        if record.candidate == candidate.hash or (
+            folder.is_dir() and normal_form(Candidate.load(folder, candidate)) == key
+        ):
+            return record
+    return None
 
 
 def decide(

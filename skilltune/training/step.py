@@ -13,8 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from skilltune.proposal import Edit
-from skilltune.propose import PatchError, apply_patch, merge_edits
+from skilltune.propose import MergeResult, PatchError, apply_patch, merge_edits
+from skilltune.propose.edit import fit_growth, growth_problem
 from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
+from skilltune.propose.vet import drop_uncited
 from skilltune.rollout.runner import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord
@@ -114,7 +116,9 @@ def _reflect(
         max_edits=ctx.edit_budget.at(unit.index) * 2,
         seed=ctx.rng(unit.index, "propose").randrange(2**31),
     )
-    proposal = ReflectionsFile.model_validate(ctx.proposer.propose(packet).model_dump())
+    # An edit citing none of the packet's trajectories is dropped here, for every proposer.
+    vetted = drop_uncited(ctx.proposer.propose(packet), packet)
+    proposal = ReflectionsFile.model_validate(vetted.model_dump())
     proposal.write(path)
     return proposal
 
@@ -132,14 +136,33 @@ def _make_candidate(
         edits = [Edit(op="replace", anchor="(whole document)", text=f"rewrite {candidate.short}")]
     else:
         merged = merge_edits(proposal.edits, parent, ctx.edit_budget.at(unit.index), known=shown)
-        write_json(folder / "merged_patch.json", merged)
         edits = [m.edit for m in merged.kept]
         if not edits:
+            write_json(folder / "merged_patch.json", merged)
             return None, [], "no applicable edits were proposed"
         try:
             candidate, edits = apply_patch(parent, edits)
         except PatchError as exc:
+            write_json(folder / "merged_patch.json", merged)
             return None, edits, f"patch did not apply: {exc}"
+        if growth_problem(candidate, parent, ctx.config.growth_cap) is not None:
+            candidate, edits, merged = _fit(parent, merged, candidate, edits, ctx.config.growth_cap)
+        write_json(folder / "merged_patch.json", merged)
     candidate.save(folder / "candidate")
     write_text(folder / "candidate_skill.md", candidate.text)
     return candidate, edits, None
+
+
+def _fit(
+    parent: Candidate, merged: MergeResult, whole: Candidate, applied: list[Edit], growth_cap: float
+) -> tuple[Candidate, list[Edit], MergeResult]:
+    """A patch over the growth cap keeps its strongest edits that fit (the weakest drop first);
+    when none fits alone, the whole patch goes on to lint, which says why it is discarded."""
+    try:
+        candidate, edits, left = fit_growth(parent, [m.edit for m in merged.kept], growth_cap)
+    except PatchError:
+        return whole, applied, merged
+    out = {id(edit) for edit, _ in left}
+    dropped = [*merged.dropped, *({"edit": edit.compact(), "reason": why} for edit, why in left)]
+    kept = [m for m in merged.kept if id(m.edit) not in out]
+    return candidate, edits, merged.model_copy(update={"kept": kept, "dropped": dropped})

@@ -1,0 +1,136 @@
+"""Vetting proposed edits before the merge: each must cite the packet's trajectories; a failed anchor gets one repair.
+
+An edit that cites no trajectory the proposer was shown is dropped (with its reason, kept in
+reflections.json): support is counted in code, and an edit nobody can trace to evidence (a
+small model copies the schema's ``"<trajectory id>"``) has none. An anchor that is not in the
+skill, or not once, is sent back to the model once with the lines it may copy.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ValidationError
+
+from skilltune.proposal import DroppedEdit, Edit, EvidencePacket, Proposal
+from skilltune.propose.edit import PatchError, apply_edit, locked_spans
+
+REPAIR_LINES = 200  # lines offered to copy: a skill longer than this is shown in part
+
+
+def _ids(packet: EvidencePacket) -> tuple[set[str], dict[str, list[str]]]:
+    """The trajectory ids of the packet, and each task id's trajectory ids."""
+    shown = [t for t in (*packet.failures, *packet.successes)]
+    by_task: dict[str, list[str]] = {}
+    for t in shown:
+        by_task.setdefault(t.task_id, []).append(t.id)
+    return {t.id for t in shown}, by_task
+
+
+def cited(edit: Edit, packet: EvidencePacket) -> list[str]:
+    """The packet's trajectories ``edit`` cites: its ids that name one, and every trajectory of a
+    task it names by task id alone (small models often drop the ``#r<k>``)."""
+    ids, by_task = _ids(packet)
+    found: set[str] = set()
+    for raw in edit.support:
+        name = raw.strip()
+        if name in ids:
+            found.add(name)
+        else:
+            found.update(by_task.get(name, []))
+    return sorted(found)
+
+
+def drop_uncited(proposal: Proposal, packet: EvidencePacket) -> Proposal:
+    """The proposal with each edit's support narrowed to the packet's trajectories; an edit citing
+    none of them moves to ``dropped`` with the reason."""
+    kept: list[Edit] = []
+    dropped = list(proposal.dropped)
+    for edit in proposal.edits:
+        support = cited(edit, packet)
+        if support:
+            kept.append(edit.model_copy(update={"support": support}))
+            continue
+        claimed = ", ".join(repr(s) for s in edit.support[:3]) or "nothing"
+        reason = f"cites no trajectory of this step's evidence (it cited {claimed})"
+        dropped.append(DroppedEdit(edit=edit, reason=reason))
+    return proposal.model_copy(update={"edits": kept, "dropped": dropped})
+
+
+def anchor_problem(packet: EvidencePacket, edit: Edit) -> str | None:
+    """Why ``edit``'s anchor cannot be used in the skill (None when it can, or the edit needs none)."""
+    text = packet.skill_files.get(edit.file)
+    if edit.op == "append" or text is None:
+        return None
+    try:
+        apply_edit(text, edit)
+    except PatchError as exc:
+        return str(exc) if "anchor" in str(exc) else None
+    return None
+
+
+def copyable_lines(text: str) -> list[str]:
+    """Lines an anchor may copy: non-blank, outside the front matter and PROTECTED blocks, and
+    occurring once in the file."""
+    locked = locked_spans(text)
+    lines, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        inside = any(s.start <= start < s.end for s in locked)
+        body = line.rstrip("\n")
+        if body.strip() and not inside and text.count(body) == 1:
+            lines.append(body)
+    return lines[:REPAIR_LINES]
+
+
+def anchor_repair_prompt(packet: EvidencePacket, failed: list[tuple[Edit, str]]) -> str:
+    """Ask once for new anchors: which failed and why, and the lines of the skill that may be copied."""
+    blocks = []
+    for number, (edit, problem) in enumerate(failed, start=1):
+        blocks.append(
+            f"{number}. op {edit.op} in {edit.file}, anchor {edit.anchor!r}: {problem}\n"
+            f"   its text: {edit.text.strip()[:300]!r}"
+        )
+    files = sorted({edit.file for edit, _ in failed})
+    shown = "\n\n".join(
+        f'<lines file="{name}">\n' + "\n".join(copyable_lines(packet.skill_files[name])) + "\n</lines>"
+        for name in files
+    )
+    return (
+        "You proposed edits to a skill whose anchors cannot be used. An anchor must be copied "
+        "exactly from one line of the skill, and that line must occur once.\n\n"
+        "<failed_anchors>\n" + "\n".join(blocks) + "\n</failed_anchors>\n\n"
+        "The lines an anchor may copy (one anchor is one whole line, or a part of one):\n\n"
+        f"{shown}\n\n"
+        'Answer with JSON only: {"anchors": [...]}, one string per failed edit in the order above, '
+        "each copied from the lines shown; null for an edit that has no fitting line."
+    )
+
+
+class AnchorRepair(BaseModel):
+    anchors: list[str | None]
+
+
+def parse_anchor_repair(data: object) -> list[str | None]:
+    """The new anchors from a repair answer's JSON (a bare list is read too)."""
+    if isinstance(data, list):
+        data = {"anchors": data}
+    try:
+        return AnchorRepair.model_validate(data).anchors
+    except ValidationError as exc:
+        raise ValueError(f"the repair answer does not match the schema: {exc.errors()[0]['msg']}") from None
+
+
+def repair_anchors(
+    edits: list[Edit], failed: list[int], anchors: list[str | None], packet: EvidencePacket
+) -> tuple[list[Edit], int]:
+    """``edits`` with each failed edit's anchor replaced by the model's new one when it works
+    (an edit still failing is left as it was: the merge drops it with its reason); how many were repaired."""
+    out = list(edits)
+    repaired = 0
+    for index, anchor in zip(failed, anchors, strict=False):
+        if not anchor:
+            continue
+        candidate = edits[index].model_copy(update={"anchor": anchor})
+        if anchor_problem(packet, candidate) is None:
+            out[index] = candidate
+            repaired += 1
+    return out, repaired
