@@ -19,6 +19,7 @@ from skilltune.alpha import RunAlpha
 from skilltune.evaluate import evaluate
 from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
+from skilltune.score.base import Metric
 from skilltune.skill import Candidate
 from skilltune.stats import tasks_to_accept
 from skilltune.store import read_json, write_json
@@ -48,7 +49,7 @@ class Calibration(BaseModel):
     split: str
     agent: str
     reps: int
-    metric: str
+    metric: Metric
     skill_hash: str
     pass_rate: float | None
     mean: float | None
@@ -128,7 +129,7 @@ def calibrate(
     reps: int = 3,
     seed: int = 0,
     workers: int = 4,
-    metric: str = "mixed",
+    metric: Metric = "mixed",
     out: Path | str,
     agent_options: dict[str, Any] | None = None,
     force: bool = False,
@@ -202,7 +203,9 @@ def calibrate(
     return calibration
 
 
-def _judge_noise(suite: Suite, out: Path, metric: str, values: dict[str, list[float]]) -> JudgeNoise | None:
+def _judge_noise(
+    suite: Suite, out: Path, metric: Metric, values: dict[str, list[float]]
+) -> JudgeNoise | None:
     """The judge's noise, from the verdicts each judged rollout kept (needs samples >= 2 to show)."""
     from skilltune.judge.noise import judge_noise
     from skilltune.runfiles import JudgeFile

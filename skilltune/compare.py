@@ -19,7 +19,7 @@ from skilltune.evaluate import make_jobs, prepare_out, require_a_result
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout import NO_SKILL, RetryPolicy, RolloutRunner, accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
-from skilltune.score.base import require_same_contract
+from skilltune.score.base import Metric, as_metric, require_same_contract
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
 from skilltune.suite import Suite, load_suite
@@ -27,7 +27,7 @@ from skilltune.workspace import check_placement, check_target
 
 
 def _arm(
-    records: list[RolloutRecord], task_ids: list[str], reps: int, metric: str, skill_hash: str
+    records: list[RolloutRecord], task_ids: list[str], reps: int, metric: Metric, skill_hash: str
 ) -> ArmResult:
     """One arm's accuracies and per-task, per-replicate scores (records outside the design are ignored)."""
     kept = [r for r in records if r.task_id in task_ids and r.replicate < reps]
@@ -52,7 +52,7 @@ def build_comparison(
     split: str,
     agent: str,
     reps: int,
-    metric: str,
+    metric: Metric,
     arms: Mapping[str, tuple[str, list[RolloutRecord]]],
 ) -> Comparison:
     """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a."""
@@ -126,7 +126,7 @@ def compare(
     reps: int = 3,
     seed: int = 0,
     workers: int = 4,
-    metric: str = "mixed",
+    metric: Metric = "mixed",
     out: Path | str,
     agent_options: dict[str, Any] | None = None,
     force: bool = False,
@@ -144,8 +144,7 @@ def compare(
     hashes = [c.hash if c else NO_SKILL for c in arms.values()]
     if len(set(hashes)) < len(hashes):
         raise UsageError("two arms are the same skill (same content hash): give different skills")
-    if metric not in ("hard", "soft", "mixed"):
-        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
+    metric = as_metric(metric)
     backend = get_backend(agent)
     options = parse_agent_options(backend, agent_options or {})
     suite.preflight(suite.tasks(split))

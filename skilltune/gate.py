@@ -25,6 +25,7 @@ from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout import per_task_scores
 from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
+from skilltune.score.base import Metric, as_metric
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
 
 
@@ -54,8 +55,8 @@ class Gate(ABC):
     name: str
     Options: ClassVar[type[GateOptions]] = GateOptions
 
-    def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
-        self.metric = metric
+    def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
+        self.metric = as_metric(metric)
         self.reps = reps
         self.options = self.Options.model_validate(settings)
 
@@ -152,7 +153,7 @@ class PairedZGate(Gate):
 GATES: Registry[type[Gate]] = Registry("skilltune.gates", "gate")
 
 
-def make_gate(name: str, metric: str, reps: int, **settings: Any) -> Gate:
+def make_gate(name: str, metric: Metric, reps: int, **settings: Any) -> Gate:
     """The gate ``name`` with its options; unknown or invalid options are bad input."""
     cls = GATES.get(name)
     try:
@@ -181,7 +182,7 @@ class RunGate:
     def __init__(
         self,
         name: str,
-        metric: str,
+        metric: Metric,
         reps: int,
         options: dict[str, Any],
         alpha: float,
@@ -283,7 +284,7 @@ class SequentialGate(Gate):
     name = "sequential"
     Options = SequentialOptions
 
-    def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
+    def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
         super().__init__(metric, reps, **settings)
         options = self.options
         assert isinstance(options, SequentialOptions)
@@ -358,7 +359,7 @@ class SequentialGate(Gate):
         return super()._verdict(decision, reason, rounds).model_copy(update={"test": "signflip"})
 
 
-def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> list[Pair]:
+def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: Metric) -> list[Pair]:
     """One pair per task of a round, in task order: the two arms' replicate and score."""
     a = {r.task_id: r for r in inc}
     b = {r.task_id: r for r in cand}
@@ -374,7 +375,7 @@ def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> 
     ]
 
 
-def _metric(record: RolloutRecord, metric: str) -> float | None:
+def _metric(record: RolloutRecord, metric: Metric) -> float | None:
     return record.score.metric(metric) if record.score is not None else None
 
 

@@ -12,7 +12,7 @@ import pytest
 from skilltune.errors import UsageError
 from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
 from skilltune.runfiles import RolloutRecord, RolloutStatus
-from skilltune.score.base import Score
+from skilltune.score.base import METRICS, Metric, Score
 
 Scores = tuple[int, float, float]  # hard, soft, mixed
 
@@ -134,7 +134,7 @@ METRIC_INC: dict[str, float | Scores | None] = {"t1": (1, 0.1, 0.55), "t2": (1, 
     ("metric", "decision", "cand", "inc"),
     [("hard", "reject", 0.5, 1.0), ("soft", "accept", 0.9, 0.3), ("mixed", "accept", 0.7, 0.65)],
 )
-def test_metric_selects_the_score(metric: str, decision: str, cand: float, inc: float) -> None:
+def test_metric_selects_the_score(metric: Metric, decision: str, cand: float, inc: float) -> None:
     verdict = StrictGate(metric=metric).decide(sampler(METRIC_CAND, METRIC_INC))
     assert verdict.metric == metric
     assert verdict.decision == decision
@@ -143,22 +143,21 @@ def test_metric_selects_the_score(metric: str, decision: str, cand: float, inc: 
 
 
 def test_metric_flips_mixed_against_hard() -> None:
-    metrics = ("hard", "soft", "mixed")
     # Hard rises, soft falls by as much: mixed ties and a tie rejects.
     cand: dict[str, float | Scores | None] = {"t1": (1, 0.0, 0.5), "t2": (0, 0.5, 0.25)}
     inc: dict[str, float | Scores | None] = {"t1": (0, 1.0, 0.5), "t2": (0, 0.5, 0.25)}
-    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in metrics}
+    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in METRICS}
     assert decisions == {"hard": "accept", "soft": "reject", "mixed": "reject"}
     # Hard rises more than soft falls: mixed follows hard.
     cand = {"t1": (1, 0.2, 0.6), "t2": (0, 0.6, 0.3)}
     inc = {"t1": (0, 0.8, 0.4), "t2": (0, 0.4, 0.2)}
-    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in metrics}
+    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in METRICS}
     assert decisions == {"hard": "accept", "soft": "reject", "mixed": "accept"}
 
 
 def test_unknown_metric_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown metric"):
-        StrictGate(metric="accuracy").decide(sampler({"t1": 1.0}, {"t1": 0.0}))
+    with pytest.raises(UsageError, match="unknown metric 'accuracy': use hard, soft or mixed"):
+        StrictGate(metric="accuracy")  # type: ignore[arg-type]  # what an untyped caller may pass
 
 
 # --- contamination and missing pairs ---------------------------------------------------------------

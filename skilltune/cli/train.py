@@ -23,6 +23,7 @@ from skilltune.cli.app import (
 )
 from skilltune.cli.compare import print_comparison
 from skilltune.errors import UsageError
+from skilltune.score.base import Metric
 from skilltune.textfmt import one_line
 
 if TYPE_CHECKING:  # the training stack loads when a command runs, not for --help or --version
@@ -192,7 +193,7 @@ def train(
         typer.Option(help="spend (default: family-wise, any dependence) or lord (alpha-investing)."),
     ] = None,
     metric: Annotated[
-        str | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
+        Metric | None, typer.Option(help="Gate metric: hard, soft or mixed (default mixed).")
     ] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Steps to run (default 10).")] = None,
     epochs: Annotated[

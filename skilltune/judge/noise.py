@@ -18,12 +18,13 @@ from pydantic import BaseModel
 
 from skilltune.judge.verdict import sample_passed, sample_soft
 from skilltune.runfiles.judge import JudgeVerdict
+from skilltune.score.base import Metric
 
 BOOTSTRAP = 400
 
 
 class JudgeNoise(BaseModel):
-    metric: str
+    metric: Metric
     suite_samples: int  # S: the verdicts each rollout's score aggregates
     rollouts: int  # rollouts with at least two verdicts
     verdicts_per_rollout: float | None
@@ -74,7 +75,7 @@ def judge_noise(
     threshold: float,
     suite_samples: int,
     mixed_weight: float,
-    metric: str,
+    metric: Metric,
     replicate_scores: Mapping[str, Sequence[float]] | None = None,
     seed: int = 0,
 ) -> JudgeNoise:

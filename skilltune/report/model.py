@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from skilltune.score.base import Metric
+
 RunState = Literal[
     "success", "no-progress", "exhausted", "stopped", "blocked", "crash", "running", "interrupted"
 ]
@@ -135,7 +137,7 @@ class PairView(BaseModel):
 
 class HeldOut(BaseModel):
     split: str
-    metric: str
+    metric: Metric
     reps: int
     contaminated: bool
     arms: list[ArmView]
@@ -210,7 +212,7 @@ class RunSummary(BaseModel):
     proposer: str = ""
     gate: str = ""
     mode: str = ""
-    metric: str = "mixed"
+    metric: Metric = "mixed"
     min_effect: float | None = None
     started: str | None = None
     updated: str | None = None

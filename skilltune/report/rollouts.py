@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from skilltune.rundir import RunDir
 from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
+from skilltune.score.base import Metric
 
 
 @dataclass
@@ -69,7 +70,7 @@ class RunRollouts:
     """Every rollout record of a run, tallied. Units are folder names (``step_0003``,
     ``epoch_0001``; ``step_0000`` holds the seed's baseline, ``final`` the held-out test)."""
 
-    metric: str
+    metric: Metric
     total: Tally = field(default_factory=Tally)
     units: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     phases: dict[tuple[str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
@@ -173,7 +174,7 @@ def read_record(path: str) -> RolloutRecord | None:
     return record
 
 
-def read_rollouts(run: RunDir, metric: str, units: str = "*") -> RunRollouts:
+def read_rollouts(run: RunDir, metric: Metric, units: str = "*") -> RunRollouts:
     """Tally the records of ``units`` (a unit folder's name; ``*``: all) and of ``final/``."""
     tally = RunRollouts(metric)
     root = str(run.root)

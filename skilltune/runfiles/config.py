@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from skilltune.runfiles.base import RunFile
+from skilltune.score.base import Metric
 
 
 class EditBudgetConfig(BaseModel):
@@ -32,7 +33,7 @@ class TrainConfig(BaseModel):
     mode: Literal["patch", "rewrite"] = "patch"
     gate: str = "sequential"
     gate_options: dict[str, Any] = Field(default_factory=dict)
-    metric: Literal["hard", "soft", "mixed"] = "mixed"
+    metric: Metric = "mixed"
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="run-wide error rate of the gate")
     alpha_policy: Literal["lord", "spend"] = "spend"
     max_steps: int = Field(default=10, ge=1)

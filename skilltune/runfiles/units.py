@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.propose.model import Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
+from skilltune.score.base import Metric
 
 
 def _calls_without_cost(raw: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +95,7 @@ class Verdict(RunFile):
 
     decision: Decision
     reason: str
-    metric: str
+    metric: Metric
     val_candidate: float | None
     val_incumbent: float | None
     rounds: list[Round]
@@ -138,7 +139,7 @@ class UnitRecord(RunFile):
     verdict: Literal["keep", "discard"]
     decision: str
     reason: str
-    metric: str
+    metric: Metric
     val_candidate: float | None = None
     val_incumbent: float | None = None
     alpha: float | None = None  # set when a gate decided the unit

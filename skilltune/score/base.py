@@ -7,11 +7,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skilltune.errors import ContractMismatchError, ScoringError
+from skilltune.errors import ContractMismatchError, ScoringError, UsageError
 
 # score imports nothing of skilltune.suite at run time (these names are annotations only): the suite
 # asks the scorer registry, so the dependency runs one way, suite -> score.
@@ -20,6 +20,19 @@ if TYPE_CHECKING:
     from skilltune.suite import Suite, Task
 
 SCORE_SCHEMA_VERSION = 1
+
+# The gate metric: which of a Score's three figures a command compares.
+Metric = Literal["hard", "soft", "mixed"]
+METRICS: tuple[Metric, ...] = get_args(Metric)
+
+
+def as_metric(name: str) -> Metric:
+    """``name`` as a Metric, or a UsageError saying which names there are (the Python API's edge:
+    the CLI and the config files check their choices themselves)."""
+    for metric in METRICS:
+        if name == metric:
+            return metric
+    raise UsageError(f"unknown metric {name!r}: use hard, soft or mixed")
 
 
 class Score(BaseModel):
@@ -37,10 +50,8 @@ class Score(BaseModel):
     checks: list[str] = Field(default_factory=list)
     contract: str
 
-    def metric(self, name: str) -> float:
-        if name not in ("hard", "soft", "mixed"):
-            raise ValueError(f"unknown metric {name!r}: use hard, soft or mixed")
-        return float(getattr(self, name))
+    def metric(self, name: Metric) -> float:
+        return float(getattr(self, as_metric(name)))
 
     def file_json(self) -> dict[str, Any]:
         """The score.json object: ``{schema_version, hard, soft, mixed, checks, contract}``."""

@@ -17,6 +17,7 @@ from typing import Literal, cast
 from skilltune.propose.edit import lint_edit
 from skilltune.rollout import RolloutJob
 from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
+from skilltune.score.base import Metric
 from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task, safe_id
@@ -37,7 +38,7 @@ class Draft:
     step: int
     epoch: int
     parent: str
-    metric: str
+    metric: Metric
     edits: list[str] = field(default_factory=list)
     edit_texts: list[str] = field(default_factory=list)
 
@@ -181,7 +182,7 @@ class ValSampler:
             [r for r in gated if r.candidate == self.incumbent.hash],
         )
 
-    def secondary(self, verdict: Verdict, metric: str) -> Verdict:
+    def secondary(self, verdict: Verdict, metric: Metric) -> Verdict:
         """The verdict after the secondary suite's regression test (none named: unchanged)."""
         name = self.rollouts.suite.config.secondary_suite
         if name is None or not self.held:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from skilltune.rollout import per_task_scores
 from skilltune.runfiles import RolloutRecord, SecondaryCheck, Verdict
+from skilltune.score.base import Metric
 from skilltune.suite import Suite, Task
 
 DEFAULT_SUITE = "primary"  # skill-trainer's name for a task that names no suite
@@ -37,7 +38,11 @@ def gated_ids(suite: Suite, tasks: list[Task]) -> set[str]:
 
 
 def regression_test(
-    suite_name: str, candidate: list[RolloutRecord], incumbent: list[RolloutRecord], metric: str, alpha: float
+    suite_name: str,
+    candidate: list[RolloutRecord],
+    incumbent: list[RolloutRecord],
+    metric: Metric,
+    alpha: float,
 ) -> SecondaryCheck:
     from skilltune.stats import paired_differences, paired_t, task_means
 
