@@ -14,7 +14,7 @@ import pytest
 
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
-from skilltune.rundir import RunDir
+from skilltune.rundir import TERMINAL_STATES, RunDir, Terminal
 from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
@@ -318,3 +318,16 @@ def test_a_retried_rollout_keeps_each_failed_attempt(tmp_path: Path) -> None:
     assert all("scripted infra error" in (a.reason or "") for a in record.attempt_history)
     for attempt in record.attempt_history:
         assert attempt.events is not None and (path.parent / attempt.events).is_file()
+
+
+def test_terminal_reads_every_state_it_writes_and_a_foreign_line_as_a_crash(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.root.mkdir()
+    assert run.terminal() is None
+    for state in TERMINAL_STATES:
+        run.write_terminal(state, "why:\n on two lines")
+        assert run.terminal() == Terminal(state, "why: on two lines")
+    # a state skilltune never writes (a hand edit): every reader (report, status, resume, supervise)
+    # takes it for a crash and keeps the whole line
+    run.terminal_path.write_text("finished: all good\n")
+    assert run.terminal() == Terminal("crash", "finished: all good")

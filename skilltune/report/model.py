@@ -10,11 +10,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from skilltune.rundir import TerminalState
 from skilltune.score.base import Metric
 
-RunState = Literal[
-    "success", "no-progress", "exhausted", "stopped", "blocked", "crash", "running", "interrupted"
-]
+RunState = TerminalState | Literal["running", "interrupted"]
 
 
 class Interval(BaseModel):

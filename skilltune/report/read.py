@@ -127,12 +127,7 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
 def _state(run: RunDir, journal: list[JournalEvent]) -> tuple[RunState, str]:
     terminal = run.terminal()
     if terminal is not None:
-        state, reason = terminal
-        known: dict[str, RunState] = {
-            "success": "success", "no-progress": "no-progress", "exhausted": "exhausted",
-            "stopped": "stopped", "blocked": "blocked", "crash": "crash",
-        }  # fmt: skip
-        return known.get(state, "crash"), reason if state in known else f"{state}: {reason}"
+        return terminal
     starts = [i for i, e in enumerate(journal) if isinstance(e, SessionStart)]
     if not starts:
         return "interrupted", "no session has started"
