@@ -24,7 +24,17 @@ from skilltune.alpha import Policy, RunAlpha
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout import per_task_scores
-from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
+from skilltune.runfiles import (
+    UNDECIDED,
+    Decision,
+    Pair,
+    PairedZStatistic,
+    RolloutRecord,
+    Round,
+    SignFlipStatistic,
+    StrictStatistic,
+    Verdict,
+)
 from skilltune.score.base import Metric, as_metric
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
 
@@ -39,6 +49,10 @@ class GateOptions(BaseModel):
     """Options of a gate (none for the one-pass gates); unknown keys are refused."""
 
     model_config = ConfigDict(extra="forbid")
+
+    def smallest_gain(self) -> float | None:
+        """The smallest gain on the gate metric the gate stops looking for (None: it names none)."""
+        return None
 
 
 def contaminated(records: list[RolloutRecord]) -> bool:
@@ -118,7 +132,7 @@ class StrictGate(Gate):
         if early is not None:
             return early
         better = (rnd.candidate or 0.0) > (rnd.incumbent or 0.0)
-        rnd.statistic = {"mean_diff": round(mean(diffs), 6)}
+        rnd.statistic = StrictStatistic(mean_diff=round(mean(diffs), 6))
         reason = f"val {rnd.candidate:.3f} vs {rnd.incumbent:.3f}"
         return self._verdict("accept" if better else "reject", reason, [rnd])
 
@@ -138,11 +152,9 @@ class PairedZGate(Gate):
         d = mean(diffs)
         sd = math.sqrt(sum((x - d) ** 2 for x in diffs) / (n - 1)) if n > 1 else 0.0
         se = sd / math.sqrt(n) if n else 0.0
-        rnd.statistic = {
-            "mean_diff": round(d, 6),
-            "se": round(se, 6),
-            "z": None if se == 0 else round(d / se, 4),
-        }
+        rnd.statistic = PairedZStatistic(
+            mean_diff=round(d, 6), se=round(se, 6), z=None if se == 0 else round(d / se, 4)
+        )
         if n < self.MIN_PAIRS:
             return self._verdict("reject", f"only {n} paired tasks (needs {self.MIN_PAIRS})", [rnd])
         accept = d > 0 and (se == 0 or d >= self.Z * se)
@@ -160,6 +172,18 @@ def make_gate(name: str, metric: Metric, reps: int, **settings: Any) -> Gate:
         return cls(metric=metric, reps=reps, **settings)
     except ValidationError as exc:
         raise UsageError(_options_problem(name, cls, exc)) from None
+
+
+def gate_options(name: str, settings: dict[str, Any]) -> GateOptions | None:
+    """The options of the gate ``name`` with its defaults filled in, for reading a run's settings
+    (None: the gate is not installed here, or ``settings`` no longer suit it)."""
+    cls = GATES.find(name)
+    if cls is None:
+        return None
+    try:
+        return cls.Options.model_validate(settings)
+    except ValidationError:
+        return None
 
 
 def _options_problem(name: str, cls: type[Gate], exc: ValidationError) -> str:
@@ -261,6 +285,9 @@ class SequentialOptions(GateOptions):
     rho: float = Field(default=2.0, gt=0.0, description="power-family spending exponent")
     seed: int = Field(default=0, description="seed of the Monte Carlo reference (many tasks only)")
 
+    def smallest_gain(self) -> float | None:
+        return self.min_effect
+
 
 class SequentialGate(Gate):
     """Task-level group-sequential sign-flip test with early accept, futility stop and a cap.
@@ -316,7 +343,8 @@ class SequentialGate(Gate):
             means = {task: _task_means(got) for task, got in sorted(by_task.items())}
             scored = {task: m for task, m in means.items() if m is not None}
             diffs = [None if m is None else m[1] - m[0] for m in means.values()]
-            outcome, info = test.look(k, diffs)
+            outcome, look = test.look(k, diffs)
+            stat = SignFlipStatistic.model_validate(look)
             rounds.append(
                 Round(
                     index=k,
@@ -325,7 +353,7 @@ class SequentialGate(Gate):
                     incumbent=round(mean([a for a, _ in scored.values()]), 6) if scored else None,
                     n_pairs=len(scored),
                     rollouts=len(cand) + len(inc),
-                    statistic=info,
+                    statistic=stat,
                     pairs=pairs,
                 )
             )
@@ -333,19 +361,19 @@ class SequentialGate(Gate):
                 return self._verdict(
                     "contaminated", "infra errors remain in the gate batch after retries", rounds
                 )
-            gain = info["mean_gain"]
+            gain = stat.mean_gain
             where = f"after {k + 1} replicate(s) of {len(scored)} task(s)"
             if outcome == "accept":
                 return self._verdict(
                     "accept",
                     f"gain {gain:+.3f} {where}: crossed the sign-flip boundary (alpha {self.alpha:.3g}, "
-                    f"p {info['p']:.3g} at this round)",
+                    f"p {stat.p:.3g} at this round)",
                     rounds,
                 )
             if outcome == "futility":
                 return self._verdict(
                     "reject",
-                    f"futility {where}: gain {gain:+.3f}, upper bound {info['upper']:+.3f} "
+                    f"futility {where}: gain {gain:+.3f}, upper bound {stat.upper:+.3f} "
                     f"< {self.seq_options.min_effect}",
                     rounds,
                 )

@@ -11,7 +11,7 @@ import pytest
 
 from skilltune.errors import UsageError
 from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
-from skilltune.runfiles import RolloutRecord, RolloutStatus
+from skilltune.runfiles import PairedZStatistic, RolloutRecord, RolloutStatus, StrictStatistic
 from skilltune.score.base import METRICS, Metric, Score
 
 Scores = tuple[int, float, float]  # hard, soft, mixed
@@ -81,7 +81,7 @@ def test_strict_accepts_a_strictly_greater_mean() -> None:
     assert len(verdict.rounds) == 1
     rnd = verdict.rounds[0]
     assert (rnd.index, rnd.replicates, rnd.n_pairs, rnd.rollouts) == (0, 1, 3, 6)
-    assert rnd.statistic == {"mean_diff": round(0.25 / 3, 6)}
+    assert rnd.statistic == StrictStatistic(mean_diff=round(0.25 / 3, 6))
     assert verdict.rollouts == 6
     assert s.calls == [(0, 1)]
     assert "0.583" in verdict.reason and "0.500" in verdict.reason
@@ -217,7 +217,8 @@ def test_strict_decides_on_paired_tasks_only() -> None:
     cand = [rec("t1", 0.9), rec("t2", None, status="scoring_error")]
     inc = arm({"t1": 1.0, "t2": 0.0}, candidate="inc")
     verdict = StrictGate().decide(FakeSampler((cand, inc)))
-    assert verdict.rounds[0].statistic["mean_diff"] == pytest.approx(-0.1)
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, StrictStatistic) and stat.mean_diff == pytest.approx(-0.1)
     assert verdict.decision == "reject"
 
 
@@ -244,12 +245,13 @@ def test_paired_z_accepts_a_consistent_gain() -> None:
     verdict = PairedZGate(metric="mixed", reps=1).decide(_pz(gains))
     assert verdict.decision == "accept"
     stat = verdict.rounds[0].statistic
+    assert isinstance(stat, PairedZStatistic) and stat.z is not None
     d = sum(gains) / 6
     se = math.sqrt(sum((g - d) ** 2 for g in gains) / 5) / math.sqrt(6)
-    assert stat["mean_diff"] == pytest.approx(d, abs=1e-6)
-    assert stat["se"] == pytest.approx(se, abs=1e-6)
-    assert stat["z"] == pytest.approx(d / se, abs=1e-3)
-    assert stat["z"] >= 1.645
+    assert stat.mean_diff == pytest.approx(d, abs=1e-6)
+    assert stat.se == pytest.approx(se, abs=1e-6)
+    assert stat.z == pytest.approx(d / se, abs=1e-3)
+    assert stat.z >= 1.645
     assert ">= 1.645 se" in verdict.reason
 
 
@@ -260,7 +262,8 @@ def test_paired_z_rejects_a_noisy_gain() -> None:
     assert verdict.val_candidate is not None and verdict.val_incumbent is not None
     assert verdict.val_candidate > verdict.val_incumbent  # strict would have taken it
     assert StrictGate().decide(_pz(gains)).accept
-    assert verdict.rounds[0].statistic["z"] < 1.645
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, PairedZStatistic) and stat.z is not None and stat.z < 1.645
     assert "below 1.645 se" in verdict.reason
 
 
@@ -280,7 +283,8 @@ def test_paired_z_equal_gains() -> None:
     assert PairedZGate().decide(_pz([0.0] * 6)).decision == "reject"
     assert PairedZGate().decide(_pz([-0.25] * 6)).decision == "reject"
     verdict = PairedZGate().decide(_pz([0.0] * 6))
-    assert verdict.rounds[0].statistic["z"] is None
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, PairedZStatistic) and stat.z is None
 
 
 # --- registry ------------------------------------------------------------------------------------

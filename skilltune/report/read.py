@@ -219,11 +219,11 @@ def _eta(summary: RunSummary) -> float | None:
     return max(0, summary.planned_units - len(done)) * per_unit
 
 
-def _min_effect(gate: str, options: dict[str, object]) -> float | None:
-    if gate != "sequential":
-        return None
-    value = options.get("min_effect", 0.10)
-    return float(value) if isinstance(value, int | float) else None
+def _min_effect(gate: str, settings: dict[str, object]) -> float | None:
+    from skilltune.gate import gate_options
+
+    options = gate_options(gate, settings)
+    return options.smallest_gain() if options is not None else None
 
 
 def _held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> HeldOut:
