@@ -14,6 +14,7 @@ from skilltune.agents.base import (
     AgentStatus,
     BackendCheck,
     Message,
+    OptionsT,
     Placement,
 )
 from skilltune.errors import UsageError
@@ -40,7 +41,7 @@ def get_backend(name: str) -> AgentBackend:
     return AGENTS.get(name)()
 
 
-def parse_agent_options(backend: AgentBackend, raw: dict[str, Any]) -> AgentOptions:
+def parse_agent_options(backend: AgentBackend[OptionsT], raw: dict[str, Any]) -> OptionsT:
     """Validate ``--agent-opt`` values against the backend's typed options."""
     try:
         return backend.parse_options(raw)
