@@ -37,6 +37,7 @@ from skilltune.runfiles import (
 )
 from skilltune.score.base import Metric, as_metric
 from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
+from skilltune.validation import field_problems
 
 
 class Sampler(Protocol):
@@ -171,7 +172,9 @@ def make_gate(name: str, metric: Metric, reps: int, **settings: Any) -> Gate:
     try:
         return cls(metric=metric, reps=reps, **settings)
     except ValidationError as exc:
-        raise UsageError(_options_problem(name, cls, exc)) from None
+        raise UsageError(
+            "; ".join(field_problems(exc, model=cls.Options, noun=f"{name} gate option"))
+        ) from None
 
 
 def gate_options(name: str, settings: dict[str, Any]) -> GateOptions | None:
@@ -184,15 +187,6 @@ def gate_options(name: str, settings: dict[str, Any]) -> GateOptions | None:
         return cls.Options.model_validate(settings)
     except ValidationError:
         return None
-
-
-def _options_problem(name: str, cls: type[Gate], exc: ValidationError) -> str:
-    unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
-    if unknown:
-        known = ", ".join(sorted(cls.Options.model_fields)) or "none"
-        return f"unknown option(s) {', '.join(unknown)} for the {name} gate (known: {known})"
-    details = "; ".join(f"{'.'.join(str(p) for p in e['loc'])} {e['msg']}" for e in exc.errors())
-    return f"{name} gate options: {details}"
 
 
 class RunGate:

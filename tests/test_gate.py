@@ -306,9 +306,11 @@ def test_make_gate() -> None:
     assert (gate.metric, gate.reps) == ("soft", 3)
     strict = make_gate("strict", "hard", 2)
     assert isinstance(strict, StrictGate)
-    with pytest.raises(UsageError, match=r"unknown option\(s\) extra for the strict gate"):
+    with pytest.raises(
+        UsageError, match=r"unknown strict gate option 'extra' \(known: none\): fix the spelling"
+    ):
         make_gate("strict", "hard", 2, extra=1)
-    with pytest.raises(UsageError, match="sequential gate options: max_reps"):
+    with pytest.raises(UsageError, match="sequential gate option max_reps: "):
         make_gate("sequential", "mixed", 1, max_reps=0)
     s = sampler({"t1": 1.0}, {"t1": 0.0})
     strict.decide(s)

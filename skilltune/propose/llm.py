@@ -25,6 +25,7 @@ from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Prov
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
 from skilltune.propose.model import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
+from skilltune.validation import field_problems
 
 _FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 
@@ -131,9 +132,7 @@ class ModelProposer(Proposer):
                 answer = {"edits": answer}
             return EditsAnswer.model_validate(answer).edits
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
-            )
+            problems = "; ".join(field_problems(exc, limit=5))
             raise ValueError(f"the JSON does not match the schema: {problems}") from None
 
     def _rewrite(self, packet: EvidencePacket) -> Proposal:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltune.errors import ContractMismatchError, ScoringError, UsageError
+from skilltune.validation import field_problems
 
 # score imports nothing of skilltune.suite at run time (these names are annotations only): the suite
 # asks the scorer registry, so the dependency runs one way, suite -> score.
@@ -221,9 +222,7 @@ class Scorer(ABC):
         try:
             return self.parse_fields({k: v for k, v in task.scoring.items() if k not in unknown})
         except ValidationError as exc:
-            where = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'scoring'}: {e['msg']}" for e in exc.errors()
-            )
+            where = "; ".join(field_problems(exc, top="scoring"))
             raise ScoringError(f"task {task.id}: invalid {self.mode} fields ({where})") from None
 
     @abstractmethod
