@@ -21,7 +21,7 @@ from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
 from skilltune.score.base import Metric
 from skilltune.skill import Candidate
-from skilltune.stats import tasks_to_accept
+from skilltune.stats import sample_sd, tasks_to_accept
 from skilltune.store import read_json, write_json
 from skilltune.suite import Suite, load_suite
 
@@ -65,13 +65,6 @@ class Calibration(BaseModel):
     levers: list[str]
     tasks: dict[str, TaskCalibration]
     judge: JudgeNoise | None = None  # judged suites: the judge's own noise, from each rollout's verdicts
-
-
-def _sd(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    m = sum(values) / len(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
 def regime_of(rate: float | None) -> Regime | None:
@@ -157,7 +150,7 @@ def calibrate(
     tasks: dict[str, TaskCalibration] = {}
     for task_id in summary.per_task:
         vals = values.get(task_id, [])
-        sd = _sd(vals) if vals else None
+        sd = sample_sd(vals) if vals else None
         constant = len(set(vals)) == 1 and len(vals) >= 2 and vals[0] in (0.0, 1.0)
         tasks[task_id] = TaskCalibration(
             pass_rate=sum(hards[task_id]) / len(hards[task_id]) if vals else None,

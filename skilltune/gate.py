@@ -36,7 +36,7 @@ from skilltune.runfiles import (
     Verdict,
 )
 from skilltune.score.base import Metric, as_metric
-from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
+from skilltune.stats import SequentialTest, mean, paired_differences, sample_sd, task_means, tasks_to_accept
 from skilltune.validation import field_problems
 
 
@@ -151,8 +151,7 @@ class PairedZGate(Gate):
             return early
         n = len(diffs)
         d = mean(diffs)
-        sd = math.sqrt(sum((x - d) ** 2 for x in diffs) / (n - 1)) if n > 1 else 0.0
-        se = sd / math.sqrt(n) if n else 0.0
+        se = sample_sd(diffs) / math.sqrt(n) if n else 0.0
         rnd.statistic = PairedZStatistic(
             mean_diff=round(d, 6), se=round(se, 6), z=None if se == 0 else round(d / se, 4)
         )
