@@ -16,25 +16,17 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import TypeVar
 
 from skilltune.alpha import Policy, RunAlpha
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout import per_task_scores
-from skilltune.runfiles import (
-    UNDECIDED,
-    Decision,
-    Pair,
-    PairedZStatistic,
-    RolloutRecord,
-    Round,
-    SignFlipStatistic,
-    StrictStatistic,
-    Verdict,
-)
+from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
+from skilltune.runfiles.units import PairedZStatistic, SignFlipStatistic, StrictStatistic
 from skilltune.score.base import Metric, as_metric
 from skilltune.stats import SequentialTest, mean, paired_differences, sample_sd, task_means, tasks_to_accept
 from skilltune.validation import field_problems
@@ -43,7 +35,6 @@ from skilltune.validation import field_problems
 class Sampler(Protocol):
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
         """Run round ``index``: (candidate records, incumbent records) on every val task."""
-        ...
 
 
 class GateOptions(BaseModel):
@@ -60,8 +51,13 @@ def contaminated(records: list[RolloutRecord]) -> bool:
     return any(r.status in UNDECIDED for r in records)
 
 
-class Gate(ABC):
-    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and their ``Options`` model.
+# A gate's options type (its ``Options`` model); a bare ``Gate`` is a gate of whichever options.
+GateOptionsT = TypeVar("GateOptionsT", bound=GateOptions, default=Any)
+
+
+class Gate(ABC, Generic[GateOptionsT]):
+    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and their ``Options`` model, which
+    they also name as the type parameter (``SequentialGate(Gate[SequentialOptions])``).
 
     ``Options`` holding an ``alpha`` field makes the gate's level the run's to set: a
     training run gives each decision its level from its error-control policy.
@@ -73,7 +69,8 @@ class Gate(ABC):
     def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
         self.metric = as_metric(metric)
         self.reps = reps
-        self.options = self.Options.model_validate(settings)
+        # Options and the type parameter name the same model (a ClassVar cannot hold a type parameter)
+        self.options = cast(GateOptionsT, self.Options.model_validate(settings))
 
     @property
     def max_replicates(self) -> int:
@@ -120,7 +117,7 @@ class Gate(ABC):
         )
 
 
-class StrictGate(Gate):
+class StrictGate(Gate[GateOptions]):
     """One pass over val; accept when the candidate's mean over the paired tasks is strictly greater.
 
     Cheap and noisy: on a pure-noise suite of 0/1 tasks it accepts about 40% of the steps.
@@ -138,7 +135,7 @@ class StrictGate(Gate):
         return self._verdict("accept" if better else "reject", reason, [rnd])
 
 
-class PairedZGate(Gate):
+class PairedZGate(Gate[GateOptions]):
     """One pass; accept when the mean paired gain is at least 1.645 standard errors (>= 6 pairs)."""
 
     name = "paired-z"
@@ -171,19 +168,16 @@ def make_gate(name: str, metric: Metric, reps: int, **settings: Any) -> Gate:
     try:
         return cls(metric=metric, reps=reps, **settings)
     except ValidationError as exc:
-        raise UsageError(
-            "; ".join(field_problems(exc, model=cls.Options, noun=f"{name} gate option"))
-        ) from None
+        problems = field_problems(exc, model=cls.Options, noun=f"{name} gate option")
+        raise UsageError("; ".join(problems)) from None
 
 
 def gate_options(name: str, settings: dict[str, Any]) -> GateOptions | None:
-    """The options of the gate ``name`` with its defaults filled in, for reading a run's settings
-    (None: the gate is not installed here, or ``settings`` no longer suit it)."""
+    """A run's gate options with their defaults (None: the gate is not installed here, or they no
+    longer suit it)."""
     cls = GATES.find(name)
-    if cls is None:
-        return None
     try:
-        return cls.Options.model_validate(settings)
+        return cls.Options.model_validate(settings) if cls is not None else None
     except ValidationError:
         return None
 
@@ -282,7 +276,7 @@ class SequentialOptions(GateOptions):
         return self.min_effect
 
 
-class SequentialGate(Gate):
+class SequentialGate(Gate[SequentialOptions]):
     """Task-level group-sequential sign-flip test with early accept, futility stop and a cap.
 
     Each round adds one replicate per val task per arm. After round k, each task's
@@ -306,18 +300,15 @@ class SequentialGate(Gate):
 
     def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
         super().__init__(metric, reps, **settings)
-        options = self.options
-        assert isinstance(options, SequentialOptions)
-        self.alpha = options.alpha
-        self.max_reps = options.max_reps
-        self.seq_options = options
+        self.alpha = self.options.alpha
+        self.max_reps = self.options.max_reps
 
     @property
     def max_replicates(self) -> int:
         return self.max_reps
 
     def test(self, tasks: int) -> SequentialTest:
-        o = self.seq_options
+        o = self.options
         return SequentialTest(
             o.alpha, tasks, o.max_reps, o.min_effect, o.futility_confidence, o.rho, o.futility_from, o.seed
         )
@@ -367,7 +358,7 @@ class SequentialGate(Gate):
                 return self._verdict(
                     "reject",
                     f"futility {where}: gain {gain:+.3f}, upper bound {stat.upper:+.3f} "
-                    f"< {self.seq_options.min_effect}",
+                    f"< {self.options.min_effect}",
                     rounds,
                 )
             if outcome == "cap":
