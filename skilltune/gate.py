@@ -16,22 +16,25 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import TypeVar
 
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.rollout.runner import per_task_scores
 from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
-from skilltune.stats import SequentialTest, mean, paired_differences, task_means, tasks_to_accept
+from skilltune.runfiles.units import PairedZStatistic, SignFlipStatistic, StrictStatistic
+from skilltune.score.base import Metric, as_metric
+from skilltune.stats import SequentialTest, mean, paired_differences, sample_sd, task_means, tasks_to_accept
 from skilltune.stats.alpha import Policy, RunAlpha
+from skilltune.validation import field_problems
 
 
 class Sampler(Protocol):
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
         """Run round ``index``: (candidate records, incumbent records) on every val task."""
-        ...
 
 
 class GateOptions(BaseModel):
@@ -39,13 +42,22 @@ class GateOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    def smallest_gain(self) -> float | None:
+        """The smallest gain on the gate metric the gate stops looking for (None: it names none)."""
+        return None
+
 
 def contaminated(records: list[RolloutRecord]) -> bool:
     return any(r.status in UNDECIDED for r in records)
 
 
-class Gate(ABC):
-    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and their ``Options`` model.
+# A gate's options type (its ``Options`` model); a bare ``Gate`` is a gate of whichever options.
+GateOptionsT = TypeVar("GateOptionsT", bound=GateOptions, default=Any)
+
+
+class Gate(ABC, Generic[GateOptionsT]):
+    """``decide(sampler) -> Verdict``. Subclasses set ``name`` and their ``Options`` model, which
+    they also name as the type parameter (``SequentialGate(Gate[SequentialOptions])``).
 
     ``Options`` holding an ``alpha`` field makes the gate's level the run's to set: a
     training run gives each decision its level from its error-control policy.
@@ -54,10 +66,11 @@ class Gate(ABC):
     name: str
     Options: ClassVar[type[GateOptions]] = GateOptions
 
-    def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
-        self.metric = metric
+    def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
+        self.metric = as_metric(metric)
         self.reps = reps
-        self.options = self.Options.model_validate(settings)
+        # Options and the type parameter name the same model (a ClassVar cannot hold a type parameter)
+        self.options = cast(GateOptionsT, self.Options.model_validate(settings))
 
     @property
     def max_replicates(self) -> int:
@@ -104,7 +117,7 @@ class Gate(ABC):
         )
 
 
-class StrictGate(Gate):
+class StrictGate(Gate[GateOptions]):
     """One pass over val; accept when the candidate's mean over the paired tasks is strictly greater.
 
     Cheap and noisy: on a pure-noise suite of 0/1 tasks it accepts about 40% of the steps.
@@ -117,12 +130,12 @@ class StrictGate(Gate):
         if early is not None:
             return early
         better = (rnd.candidate or 0.0) > (rnd.incumbent or 0.0)
-        rnd.statistic = {"mean_diff": round(mean(diffs), 6)}
+        rnd.statistic = StrictStatistic(mean_diff=round(mean(diffs), 6))
         reason = f"val {rnd.candidate:.3f} vs {rnd.incumbent:.3f}"
         return self._verdict("accept" if better else "reject", reason, [rnd])
 
 
-class PairedZGate(Gate):
+class PairedZGate(Gate[GateOptions]):
     """One pass; accept when the mean paired gain is at least 1.645 standard errors (>= 6 pairs)."""
 
     name = "paired-z"
@@ -135,13 +148,10 @@ class PairedZGate(Gate):
             return early
         n = len(diffs)
         d = mean(diffs)
-        sd = math.sqrt(sum((x - d) ** 2 for x in diffs) / (n - 1)) if n > 1 else 0.0
-        se = sd / math.sqrt(n) if n else 0.0
-        rnd.statistic = {
-            "mean_diff": round(d, 6),
-            "se": round(se, 6),
-            "z": None if se == 0 else round(d / se, 4),
-        }
+        se = sample_sd(diffs) / math.sqrt(n) if n else 0.0
+        rnd.statistic = PairedZStatistic(
+            mean_diff=round(d, 6), se=round(se, 6), z=None if se == 0 else round(d / se, 4)
+        )
         if n < self.MIN_PAIRS:
             return self._verdict("reject", f"only {n} paired tasks (needs {self.MIN_PAIRS})", [rnd])
         accept = d > 0 and (se == 0 or d >= self.Z * se)
@@ -152,22 +162,24 @@ class PairedZGate(Gate):
 GATES: Registry[type[Gate]] = Registry("skilltune.gates", "gate")
 
 
-def make_gate(name: str, metric: str, reps: int, **settings: Any) -> Gate:
+def make_gate(name: str, metric: Metric, reps: int, **settings: Any) -> Gate:
     """The gate ``name`` with its options; unknown or invalid options are bad input."""
     cls = GATES.get(name)
     try:
         return cls(metric=metric, reps=reps, **settings)
     except ValidationError as exc:
-        raise UsageError(_options_problem(name, cls, exc)) from None
+        problems = field_problems(exc, model=cls.Options, noun=f"{name} gate option")
+        raise UsageError("; ".join(problems)) from None
 
 
-def _options_problem(name: str, cls: type[Gate], exc: ValidationError) -> str:
-    unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
-    if unknown:
-        known = ", ".join(sorted(cls.Options.model_fields)) or "none"
-        return f"unknown option(s) {', '.join(unknown)} for the {name} gate (known: {known})"
-    details = "; ".join(f"{'.'.join(str(p) for p in e['loc'])} {e['msg']}" for e in exc.errors())
-    return f"{name} gate options: {details}"
+def gate_options(name: str, settings: dict[str, Any]) -> GateOptions | None:
+    """A run's gate options with their defaults (None: the gate is not installed here, or they no
+    longer suit it)."""
+    cls = GATES.find(name)
+    try:
+        return cls.Options.model_validate(settings) if cls is not None else None
+    except ValidationError:
+        return None
 
 
 class RunGate:
@@ -181,7 +193,7 @@ class RunGate:
     def __init__(
         self,
         name: str,
-        metric: str,
+        metric: Metric,
         reps: int,
         options: dict[str, Any],
         alpha: float,
@@ -260,8 +272,11 @@ class SequentialOptions(GateOptions):
     rho: float = Field(default=2.0, gt=0.0, description="power-family spending exponent")
     seed: int = Field(default=0, description="seed of the Monte Carlo reference (many tasks only)")
 
+    def smallest_gain(self) -> float | None:
+        return self.min_effect
 
-class SequentialGate(Gate):
+
+class SequentialGate(Gate[SequentialOptions]):
     """Task-level group-sequential sign-flip test with early accept, futility stop and a cap.
 
     Each round adds one replicate per val task per arm. After round k, each task's
@@ -283,20 +298,17 @@ class SequentialGate(Gate):
     name = "sequential"
     Options = SequentialOptions
 
-    def __init__(self, metric: str = "mixed", reps: int = 1, **settings: Any) -> None:
+    def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
         super().__init__(metric, reps, **settings)
-        options = self.options
-        assert isinstance(options, SequentialOptions)
-        self.alpha = options.alpha
-        self.max_reps = options.max_reps
-        self.seq_options = options
+        self.alpha = self.options.alpha
+        self.max_reps = self.options.max_reps
 
     @property
     def max_replicates(self) -> int:
         return self.max_reps
 
     def test(self, tasks: int) -> SequentialTest:
-        o = self.seq_options
+        o = self.options
         return SequentialTest(
             o.alpha, tasks, o.max_reps, o.min_effect, o.futility_confidence, o.rho, o.futility_from, o.seed
         )
@@ -315,7 +327,8 @@ class SequentialGate(Gate):
             means = {task: _task_means(got) for task, got in sorted(by_task.items())}
             scored = {task: m for task, m in means.items() if m is not None}
             diffs = [None if m is None else m[1] - m[0] for m in means.values()]
-            outcome, info = test.look(k, diffs)
+            outcome, look = test.look(k, diffs)
+            stat = SignFlipStatistic.model_validate(look)
             rounds.append(
                 Round(
                     index=k,
@@ -324,7 +337,7 @@ class SequentialGate(Gate):
                     incumbent=round(mean([a for a, _ in scored.values()]), 6) if scored else None,
                     n_pairs=len(scored),
                     rollouts=len(cand) + len(inc),
-                    statistic=info,
+                    statistic=stat,
                     pairs=pairs,
                 )
             )
@@ -332,20 +345,20 @@ class SequentialGate(Gate):
                 return self._verdict(
                     "contaminated", "infra errors remain in the gate batch after retries", rounds
                 )
-            gain = info["mean_gain"]
+            gain = stat.mean_gain
             where = f"after {k + 1} replicate(s) of {len(scored)} task(s)"
             if outcome == "accept":
                 return self._verdict(
                     "accept",
                     f"gain {gain:+.3f} {where}: crossed the sign-flip boundary (alpha {self.alpha:.3g}, "
-                    f"p {info['p']:.3g} at this round)",
+                    f"p {stat.p:.3g} at this round)",
                     rounds,
                 )
             if outcome == "futility":
                 return self._verdict(
                     "reject",
-                    f"futility {where}: gain {gain:+.3f}, upper bound {info['upper']:+.3f} "
-                    f"< {self.seq_options.min_effect}",
+                    f"futility {where}: gain {gain:+.3f}, upper bound {stat.upper:+.3f} "
+                    f"< {self.options.min_effect}",
                     rounds,
                 )
             if outcome == "cap":
@@ -358,7 +371,7 @@ class SequentialGate(Gate):
         return super()._verdict(decision, reason, rounds).model_copy(update={"test": "signflip"})
 
 
-def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> list[Pair]:
+def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: Metric) -> list[Pair]:
     """One pair per task of a round, in task order: the two arms' replicate and score."""
     a = {r.task_id: r for r in inc}
     b = {r.task_id: r for r in cand}
@@ -374,7 +387,7 @@ def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: str) -> 
     ]
 
 
-def _metric(record: RolloutRecord, metric: str) -> float | None:
+def _metric(record: RolloutRecord, metric: Metric) -> float | None:
     return record.score.metric(metric) if record.score is not None else None
 
 

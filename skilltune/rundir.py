@@ -10,7 +10,7 @@ import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple, get_args
 
 from skilltune.errors import UsageError
 from skilltune.runfiles import (
@@ -42,7 +42,26 @@ RESULTS_HEADER = (
     "edits",
     "description",
 )
-TERMINAL_STATES = ("success", "no-progress", "exhausted", "stopped", "blocked", "crash")
+# How a run ended: the first word of its TERMINAL line.
+TerminalState = Literal["success", "no-progress", "exhausted", "stopped", "blocked", "crash"]
+TERMINAL_STATES: tuple[TerminalState, ...] = get_args(TerminalState)
+
+
+class Terminal(NamedTuple):
+    """A run's TERMINAL line: how it ended and why."""
+
+    state: TerminalState
+    reason: str
+
+
+def _terminal(line: str) -> Terminal:
+    """A TERMINAL line; one whose state skilltune never writes (edited by hand, or truncated) reads
+    as a crash that keeps the whole line, so every reader treats it alike."""
+    word, _, reason = line.strip().partition(": ")
+    for state in TERMINAL_STATES:
+        if word == state:
+            return Terminal(state, reason)
+    return Terminal("crash", f"{word}: {reason}")
 
 
 class RunLock:
@@ -160,15 +179,12 @@ class RunDir:
             events.append(parse_event(raw, f"{self.journal_path}:{number}"))
         return events
 
-    def terminal(self) -> tuple[str, str] | None:
+    def terminal(self) -> Terminal | None:
         if not self.terminal_path.is_file():
             return None
-        state, _, reason = self.terminal_path.read_text(encoding="utf-8").strip().partition(": ")
-        return state, reason
+        return _terminal(self.terminal_path.read_text(encoding="utf-8"))
 
-    def write_terminal(self, state: str, reason: str) -> None:
-        if state not in TERMINAL_STATES:
-            raise ValueError(f"unknown terminal state {state!r}")
+    def write_terminal(self, state: TerminalState, reason: str) -> None:
         write_text(self.terminal_path, f"{state}: {' '.join(reason.split())}\n")
 
     def write_results(self, records: list[UnitRecord]) -> None:

@@ -32,6 +32,7 @@ from skilltune.rollout.workspace import check_placement, check_target, placed_pr
 from skilltune.runfiles import Phase, RolloutRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
+from skilltune.validation import field_problems
 
 OnRecord = Callable[[RolloutRecord, int, int], None]  # (record, finished so far, jobs in all)
 
@@ -58,14 +59,8 @@ class RolloutSettings(BaseModel):
             base = settings.model_dump() if settings is not None else {}
             return cls.model_validate({**base, **given})
         except ValidationError as exc:
-            lines = []
-            for error in exc.errors():
-                key = ".".join(str(p) for p in error["loc"])
-                if error["type"] == "extra_forbidden":
-                    lines.append(f"unknown setting {key!r} (known: {', '.join(cls.model_fields)})")
-                else:
-                    lines.append(f"{key}: {error['msg']} (got {error.get('input')!r})")
-            raise UsageError("\n".join(lines)) from None
+            problems = field_problems(exc, model=cls, noun="setting", unknown_hint="fix the spelling")
+            raise UsageError("\n".join(problems)) from None
 
 
 @dataclass(frozen=True)

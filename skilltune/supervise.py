@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from skilltune.rundir import RunDir
+from skilltune.rundir import RunDir, TerminalState
 
-RESTARTABLE = ("crash",)
+RESTARTABLE: tuple[TerminalState, ...] = ("crash",)
 
 
 def keep_awake_prefix() -> list[str]:
@@ -46,11 +46,11 @@ def supervise(first: list[str], run_dir: Path, max_restarts: int = 3, backoff_s:
             return rc
         terminal = run.terminal()
         died = terminal is None and run.config.is_file()
-        if not died and (terminal is None or terminal[0] not in RESTARTABLE):
+        if not died and (terminal is None or terminal.state not in RESTARTABLE):
             return rc
         if attempt == max_restarts:
             break
-        what = "died without TERMINAL" if died else f"ended {terminal[0] if terminal else '?'}"
+        what = "died without TERMINAL" if died else f"ended {terminal.state if terminal else '?'}"
         print(
             f"supervise: the run {what} (exit {rc}); resuming in {backoff_s:g} s", file=sys.stderr, flush=True
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 import pytest
+from pydantic import ValidationError
 
 from skilltune.agents import AgentStatus
 from skilltune.agents.base import AgentRequest
@@ -145,7 +146,7 @@ def test_no_login_links_nothing(backend_class: type[CLIBackend], user_home: Path
 
 # (backend, the user's variable, the file under the directory it names, its place in the private
 # HOME, where the file is by default in the user's HOME)
-CONFIG_DIR_LOGINS = [
+CONFIG_DIR_LOGINS: list[tuple[type[CLIBackend], str, str, str, str]] = [
     (ClaudeAgent, "CLAUDE_CONFIG_DIR", ".credentials.json", ".claude/.credentials.json", ".claude/.credentials.json"),
     (CodexAgent, "CODEX_HOME", "auth.json", ".codex/auth.json", ".codex/auth.json"),
     (CopilotAgent, "COPILOT_HOME", "config.json", ".copilot/config.json", ".copilot/config.json"),
@@ -418,3 +419,21 @@ def test_cursor_reads_its_tool_call_events_and_claudes_parser_does_not(tmp_path:
     ]
     assert (found.status, found.final_text) == ("ok", "done")
     assert [m.content for m in interpret_stream(CURSOR_EVENTS, outcome).messages] == ["on it"]
+
+
+# --- options typed per backend ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend_class", BACKENDS, ids=lambda c: c.name)
+def test_a_backend_parses_its_own_options_model(backend_class: type[CLIBackend], tmp_path: Path) -> None:
+    """What a backend's methods take (its type parameter) is what parse_options returns: its Options."""
+    request = make_request(backend_class(), tmp_path, model="m")
+    assert type(request.options) is backend_class.Options and request.options.model == "m"
+
+
+def test_a_request_refuses_options_that_are_not_an_options_model(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="options must be a backend's Options model, not dict"):
+        AgentRequest(
+            task=Task(id="t", prompt="p"), prompt="p", workspace=tmp_path, log_dir=tmp_path,
+            candidate_hash="h", options={"model": "m"},
+        )  # fmt: skip

@@ -9,8 +9,8 @@ import pytest
 from skilltune.agents import AGENTS
 from skilltune.agents.cli import ARG_BYTES
 from skilltune.agents.cursor import CursorAgent
-from skilltune.agents.mock import MockAgent
-from skilltune.agents.qwen import QwenAgent
+from skilltune.agents.mock import MockAgent, MockOptions
+from skilltune.agents.qwen import QwenAgent, QwenOptions
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
 from skilltune.rundir import RunDir
@@ -44,7 +44,10 @@ class _QwenLimitedMock(MockAgent):
     """The mock agent with qwen's declared limit: a train run through the loop without the qwen CLI."""
 
     name = "mock-qwen-limit"
-    placement_problem = QwenAgent.placement_problem
+
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: MockOptions) -> str | None:
+        qwen = QwenOptions(placement=options.placement)
+        return QwenAgent().placement_problem(prompt, system_prompt, qwen)
 
 
 @pytest.fixture

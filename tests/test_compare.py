@@ -317,7 +317,7 @@ def test_compare_needs_two_arms(tmp_path: Path, cands: dict[str, Candidate | Non
 
 def test_compare_refuses_an_unknown_metric(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown metric"):
-        compare(MOCK_SUITE, {"s": load_skill(MOCK_SKILL), "n": None}, metric="f1", out=tmp_path / "o")
+        compare(MOCK_SUITE, {"s": load_skill(MOCK_SKILL), "n": None}, metric="f1", out=tmp_path / "o")  # type: ignore[arg-type]
     assert not (tmp_path / "o").exists()
 
 
@@ -346,6 +346,19 @@ def test_cli_compare(tmp_path: Path) -> None:
     assert rows[:3] == ["seed", "good", "noskill"]
     for pair in data["pairs"]:
         assert pair["verdict"] in result.output
+
+
+@pytest.mark.parametrize("command", ["compare", "calibrate", "train"])
+def test_cli_refuses_an_unknown_metric_before_any_rollout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # each command's default output folder is under ./runs
+    arms = CLI_ARMS if command == "compare" else ["--skill", str(MOCK_SKILL)]
+    result = runner.invoke(app, [command, str(MOCK_SUITE), *arms, "--metric", "f1"])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.replace("│", " ").split())  # the error box's border and wrapping aside
+    assert "'f1' is not one of 'hard', 'soft', 'mixed'" in text
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import pytest
 
 from skilltune.errors import UsageError
 from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
-from skilltune.runfiles import RolloutRecord, RolloutStatus
-from skilltune.score.base import Score
+from skilltune.runfiles import PairedZStatistic, RolloutRecord, RolloutStatus, StrictStatistic
+from skilltune.score.base import METRICS, Metric, Score
 from skilltune.store import read_json
 from skilltune.training import train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
@@ -86,7 +86,7 @@ def test_strict_accepts_a_strictly_greater_mean() -> None:
     assert len(verdict.rounds) == 1
     rnd = verdict.rounds[0]
     assert (rnd.index, rnd.replicates, rnd.n_pairs, rnd.rollouts) == (0, 1, 3, 6)
-    assert rnd.statistic == {"mean_diff": round(0.25 / 3, 6)}
+    assert rnd.statistic == StrictStatistic(mean_diff=round(0.25 / 3, 6))
     assert verdict.rollouts == 6
     assert s.calls == [(0, 1)]
     assert "0.583" in verdict.reason and "0.500" in verdict.reason
@@ -139,7 +139,7 @@ METRIC_INC: dict[str, float | Scores | None] = {"t1": (1, 0.1, 0.55), "t2": (1, 
     ("metric", "decision", "cand", "inc"),
     [("hard", "reject", 0.5, 1.0), ("soft", "accept", 0.9, 0.3), ("mixed", "accept", 0.7, 0.65)],
 )
-def test_metric_selects_the_score(metric: str, decision: str, cand: float, inc: float) -> None:
+def test_metric_selects_the_score(metric: Metric, decision: str, cand: float, inc: float) -> None:
     verdict = StrictGate(metric=metric).decide(sampler(METRIC_CAND, METRIC_INC))
     assert verdict.metric == metric
     assert verdict.decision == decision
@@ -148,22 +148,21 @@ def test_metric_selects_the_score(metric: str, decision: str, cand: float, inc: 
 
 
 def test_metric_flips_mixed_against_hard() -> None:
-    metrics = ("hard", "soft", "mixed")
     # Hard rises, soft falls by as much: mixed ties and a tie rejects.
     cand: dict[str, float | Scores | None] = {"t1": (1, 0.0, 0.5), "t2": (0, 0.5, 0.25)}
     inc: dict[str, float | Scores | None] = {"t1": (0, 1.0, 0.5), "t2": (0, 0.5, 0.25)}
-    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in metrics}
+    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in METRICS}
     assert decisions == {"hard": "accept", "soft": "reject", "mixed": "reject"}
     # Hard rises more than soft falls: mixed follows hard.
     cand = {"t1": (1, 0.2, 0.6), "t2": (0, 0.6, 0.3)}
     inc = {"t1": (0, 0.8, 0.4), "t2": (0, 0.4, 0.2)}
-    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in metrics}
+    decisions = {m: StrictGate(metric=m).decide(sampler(cand, inc)).decision for m in METRICS}
     assert decisions == {"hard": "accept", "soft": "reject", "mixed": "accept"}
 
 
 def test_unknown_metric_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown metric"):
-        StrictGate(metric="accuracy").decide(sampler({"t1": 1.0}, {"t1": 0.0}))
+    with pytest.raises(UsageError, match="unknown metric 'accuracy': use hard, soft or mixed"):
+        StrictGate(metric="accuracy")  # type: ignore[arg-type]  # what an untyped caller may pass
 
 
 # --- contamination and missing pairs ---------------------------------------------------------------
@@ -223,7 +222,8 @@ def test_strict_decides_on_paired_tasks_only() -> None:
     cand = [rec("t1", 0.9), rec("t2", None, status="scoring_error")]
     inc = arm({"t1": 1.0, "t2": 0.0}, candidate="inc")
     verdict = StrictGate().decide(FakeSampler((cand, inc)))
-    assert verdict.rounds[0].statistic["mean_diff"] == pytest.approx(-0.1)
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, StrictStatistic) and stat.mean_diff == pytest.approx(-0.1)
     assert verdict.decision == "reject"
 
 
@@ -250,12 +250,13 @@ def test_paired_z_accepts_a_consistent_gain() -> None:
     verdict = PairedZGate(metric="mixed", reps=1).decide(_pz(gains))
     assert verdict.decision == "accept"
     stat = verdict.rounds[0].statistic
+    assert isinstance(stat, PairedZStatistic) and stat.z is not None
     d = sum(gains) / 6
     se = math.sqrt(sum((g - d) ** 2 for g in gains) / 5) / math.sqrt(6)
-    assert stat["mean_diff"] == pytest.approx(d, abs=1e-6)
-    assert stat["se"] == pytest.approx(se, abs=1e-6)
-    assert stat["z"] == pytest.approx(d / se, abs=1e-3)
-    assert stat["z"] >= 1.645
+    assert stat.mean_diff == pytest.approx(d, abs=1e-6)
+    assert stat.se == pytest.approx(se, abs=1e-6)
+    assert stat.z == pytest.approx(d / se, abs=1e-3)
+    assert stat.z >= 1.645
     assert ">= 1.645 se" in verdict.reason
 
 
@@ -266,7 +267,8 @@ def test_paired_z_rejects_a_noisy_gain() -> None:
     assert verdict.val_candidate is not None and verdict.val_incumbent is not None
     assert verdict.val_candidate > verdict.val_incumbent  # strict would have taken it
     assert StrictGate().decide(_pz(gains)).accept
-    assert verdict.rounds[0].statistic["z"] < 1.645
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, PairedZStatistic) and stat.z is not None and stat.z < 1.645
     assert "below 1.645 se" in verdict.reason
 
 
@@ -286,7 +288,8 @@ def test_paired_z_equal_gains() -> None:
     assert PairedZGate().decide(_pz([0.0] * 6)).decision == "reject"
     assert PairedZGate().decide(_pz([-0.25] * 6)).decision == "reject"
     verdict = PairedZGate().decide(_pz([0.0] * 6))
-    assert verdict.rounds[0].statistic["z"] is None
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, PairedZStatistic) and stat.z is None
 
 
 # --- registry ------------------------------------------------------------------------------------
@@ -308,9 +311,11 @@ def test_make_gate() -> None:
     assert (gate.metric, gate.reps) == ("soft", 3)
     strict = make_gate("strict", "hard", 2)
     assert isinstance(strict, StrictGate)
-    with pytest.raises(UsageError, match=r"unknown option\(s\) extra for the strict gate"):
+    with pytest.raises(
+        UsageError, match=r"unknown strict gate option 'extra' \(known: none\): fix the spelling"
+    ):
         make_gate("strict", "hard", 2, extra=1)
-    with pytest.raises(UsageError, match="sequential gate options: max_reps"):
+    with pytest.raises(UsageError, match="sequential gate option max_reps: "):
         make_gate("sequential", "mixed", 1, max_reps=0)
     s = sampler({"t1": 1.0}, {"t1": 0.0})
     strict.decide(s)

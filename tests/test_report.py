@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -12,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from skilltune.cli import app
+from skilltune.gate import GATES, GateOptions, StrictGate
 from skilltune.report import render_report, summarize, write_report
 from skilltune.report.page import render_page
 from skilltune.rundir import RunDir
@@ -238,6 +240,43 @@ def test_report_shows_audit_findings_when_audit_json_exists(demo: Path, tmp_path
     assert "Audit (1 finding)" in html and "a val prompt 8-gram in a proposer answer" in html
 
 
+class _CautiousOptions(GateOptions):
+    give_up_below: float = 0.05
+
+    def smallest_gain(self) -> float | None:
+        return self.give_up_below
+
+
+class _CautiousGate(StrictGate):
+    name = "cautious"
+    Options = _CautiousOptions
+
+
+@pytest.mark.parametrize(
+    ("gate", "options", "shown"),
+    [
+        ("sequential", {"min_effect": 0.2}, 0.2),
+        ("strict", {}, None),
+        ("cautious", {}, 0.05),
+        ("gone", {}, None),
+    ],
+)
+def test_the_smallest_gain_comes_from_the_runs_gate_options(
+    demo: Path, tmp_path: Path, gate: str, options: dict[str, object], shown: float | None
+) -> None:
+    """The summary's min_effect is what the run's gate reads from its options (a plug-in gate's
+    too), None for a gate without one or not installed here."""
+    run = tmp_path / "demo"
+    shutil.copytree(demo, run, symlinks=True)
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps(config | {"gate": gate, "gate_options": options}))
+    GATES.register("cautious", _CautiousGate)
+    try:
+        assert summarize(run).min_effect == shown
+    finally:
+        GATES.unregister("cautious")
+
+
 def test_report_of_an_unfinished_run(tmp_path: Path) -> None:
     """A run stopped after the seed's baseline: no unit, no held-out comparison; the page still renders."""
     run = train_stopped(tmp_path / "runs", tag="early")
@@ -273,6 +312,11 @@ def test_report_reads_a_run_of_an_older_skilltune(tmp_path: Path) -> None:
     s = summarize(run)
     rows = results_rows(run)
     assert [u.verdict for u in s.units] == [r["verdict"] for r in rows]
+    rounds = [r for u in s.units for r in u.rounds]  # the per-replicate t test's looks, with their bound
+    assert rounds and all(r.bound is not None and r.se is not None and r.gain is not None for r in rounds)
+    gated = [u for u in s.units if u.rounds]
+    assert gated and all(u.interval is not None and u.interval.low is not None for u in gated)
+    assert s.min_effect == 0.10  # the sequential gate's default: the run set no min_effect
     assert "<h1>old" in render_page(s)
     assert tree_digest(run) == before
 

@@ -14,7 +14,7 @@ import pytest
 
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
-from skilltune.rundir import RunDir
+from skilltune.rundir import TERMINAL_STATES, RunDir, Terminal
 from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
@@ -24,12 +24,18 @@ from skilltune.runfiles import (
     JudgeInputsFile,
     NewerRunFileError,
     OldRunFileError,
+    PairedZStatistic,
     ReflectionsFile,
+    ReplicateTStatistic,
     RolloutRecord,
+    Round,
     RunConfigFile,
+    RunFileError,
     SessionStart,
+    SignFlipStatistic,
     SlowUpdateFile,
     StageDone,
+    StrictStatistic,
     UnitRecord,
     Verdict,
     parse_event,
@@ -351,3 +357,67 @@ def test_a_record_of_schema_6_reads_with_a_score_without_feedback() -> None:
     )
     with pytest.raises(NewerRunFileError):
         RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")
+
+
+def test_terminal_reads_every_state_it_writes_and_a_foreign_line_as_a_crash(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.root.mkdir()
+    assert run.terminal() is None
+    for state in TERMINAL_STATES:
+        run.write_terminal(state, "why:\n on two lines")
+        assert run.terminal() == Terminal(state, "why: on two lines")
+    # a state skilltune never writes (a hand edit): every reader (report, status, resume, supervise)
+    # takes it for a crash and keeps the whole line
+    run.terminal_path.write_text("finished: all good\n")
+    assert run.terminal() == Terminal("crash", "finished: all good")
+
+
+@pytest.mark.parametrize(
+    ("statistic", "kind"),
+    [
+        ({"mean_diff": 0.25}, StrictStatistic),
+        ({"mean_diff": 0.25, "se": 0.1, "z": 2.5}, PairedZStatistic),
+        ({"mean_diff": 0.0, "se": 0.0, "z": None}, PairedZStatistic),
+        (
+            {
+                "alpha": 0.05,
+                "tasks": 12,
+                "nonzero": 9,
+                "mean_gain": 0.2,
+                "sd": 0.3,
+                "p": 0.0123,
+                "crossed": 3,
+                "budget": 5,
+                "reference": 4096,
+                "upper": None,
+            },
+            SignFlipStatistic,
+        ),
+        (
+            {"alpha": 0.02, "n": 16, "t": 2.2, "bound_t": 3.4, "bound_z": 2.9, "upper": 0.28},
+            ReplicateTStatistic,
+        ),
+        ({}, type(None)),
+    ],
+)
+def test_a_gate_rounds_statistic_reads_as_its_gates_model_and_writes_back_unchanged(
+    tmp_path: Path, statistic: dict[str, Any], kind: type
+) -> None:
+    raw = {"index": 0, "replicates": 1, "candidate": 0.6, "incumbent": 0.4, "n_pairs": 12, "rollouts": 24,
+           "reused": 0, "statistic": statistic, "pairs": []}  # fmt: skip
+    verdict = Verdict(decision="reject", reason="r", metric="mixed", val_candidate=0.6, val_incumbent=0.4,
+                      rounds=[Round.model_validate(raw)], rollouts=24)  # fmt: skip
+    assert type(verdict.rounds[0].statistic) is kind
+    verdict.write(tmp_path / "gate.json")
+    assert json.loads((tmp_path / "gate.json").read_text())["rounds"][0] == raw  # gate.json keeps its shape
+    assert Verdict.read(tmp_path / "gate.json") == verdict
+
+
+def test_a_statistic_of_no_known_gate_is_refused_naming_the_file(tmp_path: Path) -> None:
+    raw = {"schema_version": SCHEMA_VERSION, "decision": "reject", "reason": "r", "metric": "mixed",
+           "val_candidate": None, "val_incumbent": None, "rollouts": 0,
+           "rounds": [{"index": 0, "replicates": 1, "candidate": None, "incumbent": None, "n_pairs": 0,
+                       "rollouts": 0, "statistic": {"gain": 0.1}}]}  # fmt: skip
+    (tmp_path / "gate.json").write_text(json.dumps(raw))
+    with pytest.raises(RunFileError, match=r"gate\.json"):
+        Verdict.read(tmp_path / "gate.json")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from skilltune.gate import SequentialGate, make_gate
-from skilltune.runfiles import RolloutRecord
+from skilltune.runfiles import RolloutRecord, SignFlipStatistic
 from skilltune.score import Score
 from skilltune.stats import SequentialTest
 from skilltune.stats.alpha import RunAlpha, harmonic_weights
@@ -294,7 +294,8 @@ def test_gate_records_every_round_with_its_pairs() -> None:
     assert [p.task for p in first.pairs] == sorted(f"t{t}" for t in range(12))
     assert all(p.incumbent_replicate == 500 + p.candidate_replicate for p in first.pairs)
     last = verdict.rounds[-1].statistic
-    assert last["crossed"] <= last["budget"] and last["alpha"] == 0.05 and last["reference"] == 4096
+    assert isinstance(last, SignFlipStatistic)
+    assert last.crossed <= last.budget and last.alpha == 0.05 and last.reference == 4096
     assert "crossed the sign-flip boundary" in verdict.reason
 
 

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from skilltune.stats import PairedResult, mean, paired_differences, paired_t, task_means
+from skilltune.stats import (
+    PairedResult,
+    mean,
+    p_below_zero,
+    paired_differences,
+    paired_t,
+    sample_sd,
+    sample_variance,
+    task_means,
+)
 
 DIFFS = [0.5, -0.25, 1.0, 0.75, 0.0, 0.25, 0.5, -0.5]
 
@@ -182,3 +192,31 @@ def test_t_interval_coverage(n_tasks: int, effect: str) -> None:
         )
         # Coverage and the test agree: the interval misses 0 exactly when p < 0.05.
         assert reject_rate == pytest.approx(1 - coverage, abs=1e-12)
+
+
+# --- the sample sd and the one-sided p the secondary suite's veto uses -----------------------------
+
+
+@pytest.mark.parametrize("values", [[0.2, 0.5, 0.9], [1.0, 0.0, 1.0, 1.0], [0.3] * 5, [0.1, 0.1 + 1e-15]])
+def test_sample_sd_and_variance_agree_with_the_standard_library(values: list[float]) -> None:
+    assert sample_variance(values) == pytest.approx(statistics.variance(values), abs=1e-15)
+    assert sample_sd(values) == pytest.approx(statistics.stdev(values), abs=1e-12)
+    assert sample_sd(values[:1]) == sample_variance([]) == 0.0
+
+
+@pytest.mark.parametrize(
+    "diffs",
+    [[-0.5, -0.25, 0.0, -0.75], [0.5, -0.25, 0.25], [0.1, -0.1], [-0.2, 0.3, 0.1, -0.4, 0.0, 0.05]],
+)
+def test_p_below_zero_is_scipys_one_sided_t_test_and_half_the_two_sided_p(diffs: list[float]) -> None:
+    p = p_below_zero(diffs)
+    assert p == pytest.approx(sps.ttest_1samp(diffs, 0.0, alternative="less").pvalue, rel=1e-12)
+    two_sided = paired_t(diffs).p_value
+    assert two_sided is not None
+    # what the secondary check computed by hand before: half the two-sided p on the side of the mean
+    assert p == pytest.approx(two_sided / 2 if mean(diffs) < 0 else 1 - two_sided / 2, abs=1e-12)
+
+
+def test_p_below_zero_when_every_task_moved_alike_or_too_few() -> None:
+    assert [p_below_zero([d] * 3) for d in (-0.25, 0.0, 0.25)] == [0.0, 0.5, 1.0]
+    assert p_below_zero([-0.5]) is None and p_below_zero([]) is None

@@ -14,10 +14,12 @@ from skilltune.agents.base import (
     AgentStatus,
     BackendCheck,
     Message,
+    OptionsT,
     Placement,
 )
 from skilltune.errors import UsageError
 from skilltune.plugins import Registry
+from skilltune.validation import field_problems
 
 AGENTS: Registry[type[AgentBackend]] = Registry("skilltune.agents", "agent")
 
@@ -40,17 +42,10 @@ def get_backend(name: str) -> AgentBackend:
     return AGENTS.get(name)()
 
 
-def parse_agent_options(backend: AgentBackend, raw: dict[str, Any]) -> AgentOptions:
+def parse_agent_options(backend: AgentBackend[OptionsT], raw: dict[str, Any]) -> OptionsT:
     """Validate ``--agent-opt`` values against the backend's typed options."""
     try:
         return backend.parse_options(raw)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                known = ", ".join(sorted(backend.Options.model_fields))
-                lines.append(f"unknown agent option {key!r} for {backend.name} (known: {known})")
-            else:
-                lines.append(f"agent option {key}: {err['msg']} (got {err.get('input')!r})")
-        raise UsageError("\n".join(lines)) from None
+        problems = field_problems(exc, model=backend.Options, owner=backend.name, noun="agent option")
+        raise UsageError("\n".join(problems)) from None

@@ -30,7 +30,7 @@ class AnthropicOptions(ChatOptions):
         return value
 
 
-class AnthropicAgent(ChatBackend):
+class AnthropicAgent(ChatBackend[AnthropicOptions]):
     name = "anthropic"
     provider = "anthropic"
     model_env = "ANTHROPIC_MODEL"

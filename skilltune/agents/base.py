@@ -8,9 +8,10 @@ import subprocess
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from typing_extensions import TypeVar
 
 from skilltune.suite.model import Task
 
@@ -35,12 +36,18 @@ class AgentOptions(BaseModel):
     extra_args: list[str] = Field(default_factory=list)
 
 
+# A backend's options type (its ``Options`` model): what its methods take, typed per backend. Code
+# that holds any backend (the rollout runner, the registry, a plug-in's subclass) names it bare:
+# the default Any makes ``AgentBackend`` mean a backend of whichever options.
+OptionsT = TypeVar("OptionsT", bound=AgentOptions, default=Any)
+
+
 class Message(BaseModel):
     role: Literal["user", "assistant", "system", "tool"]
     content: str
 
 
-class AgentRequest(BaseModel):
+class AgentRequest(BaseModel, Generic[OptionsT]):
     """Everything a backend needs for one rollout.
 
     ``prompt`` is what the agent is given (the task prompt, with the skill in
@@ -61,7 +68,15 @@ class AgentRequest(BaseModel):
     seed: int = 0
     replicate: int = 0
     attempt: int = 0
-    options: AgentOptions
+    options: OptionsT
+
+    @field_validator("options")
+    @classmethod
+    def _options_model(cls, value: Any) -> Any:
+        # a bare AgentRequest's options are typed Any: still an options model, never a dict
+        if not isinstance(value, AgentOptions):
+            raise ValueError(f"options must be a backend's Options model, not {type(value).__name__}")
+        return value
 
 
 class AgentResult(BaseModel):
@@ -103,8 +118,12 @@ class BackendCheck(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-class AgentBackend(ABC):
+class AgentBackend(ABC, Generic[OptionsT]):
     """A target agent. Subclasses register through the ``skilltune.agents`` entry points.
+
+    Generic over its options: a subclass names its ``Options`` model both as the class attribute
+    (what ``parse_options`` validates with) and as the type parameter (what its methods take),
+    ``class ClaudeAgent(CLIBackend[ClaudeOptions])`` with ``Options = ClaudeOptions``.
 
     ``native_skill_dir`` says where the agent discovers a skill folder
     (relative to the workspace); ``native_files`` which single instruction
@@ -127,14 +146,14 @@ class AgentBackend(ABC):
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"
 
-    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: OptionsT) -> str | None:
         """Why this agent cannot take a skill placed so (a limit of its own; None when it can).
 
         Declared per backend and checked before a candidate is gated, so a proposed edit that
         crosses the limit is discarded with the reason instead of failing the run."""
         return None
 
-    def preflight(self, options: AgentOptions) -> None:
+    def preflight(self, options: OptionsT) -> None:
         """Raise UsageError for what would fail every rollout (a missing key or model); called before
         anything is written."""
         return
@@ -147,8 +166,10 @@ class AgentBackend(ABC):
         """Why this backend cannot take ``candidate`` (None: it can)."""
         return None
 
-    def parse_options(self, raw: dict[str, Any]) -> AgentOptions:
-        return self.Options.model_validate(raw)
+    def parse_options(self, raw: dict[str, Any]) -> OptionsT:
+        # Options and the type parameter name the same model (the class docstring): a ClassVar
+        # cannot hold a type parameter, so this is the one place that says so to mypy.
+        return cast(OptionsT, self.Options.model_validate(raw))
 
     def check(self) -> BackendCheck:
         if self.executable is None:
@@ -160,13 +181,13 @@ class AgentBackend(ABC):
             )
         return BackendCheck(name=self.name, installed=True, executable=path, version=_version(path))
 
-    def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
+    def cache_identity(self, options: OptionsT) -> dict[str, Any]:
         """What decides this agent's behaviour besides ``options`` (the model or endpoint it takes
         from the environment, its version): part of every rollout's cache key."""
         return {}
 
     @abstractmethod
-    def run(self, request: AgentRequest) -> AgentResult: ...
+    def run(self, request: AgentRequest[OptionsT]) -> AgentResult: ...
 
 
 def _version(executable: str) -> str | None:

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
+from typing_extensions import TypeVar
 
 from skilltune.agents.base import (
     AgentBackend,
@@ -98,7 +99,10 @@ class ChatOptions(AgentOptions, CallSettings):
         return value
 
 
-class ChatBackend(AgentBackend):
+ChatOptionsT = TypeVar("ChatOptionsT", bound=ChatOptions, default=Any)
+
+
+class ChatBackend(AgentBackend[ChatOptionsT]):
     """Base of the direct chat targets; a subclass names its ``provider`` and ``Options``."""
 
     provider: ClassVar[Provider]
@@ -127,7 +131,7 @@ class ChatBackend(AgentBackend):
             name=self.name, installed=True, version=f"built-in (httpx2 {httpx2.__version__})", notes=notes
         )
 
-    def preflight(self, options: AgentOptions) -> None:
+    def preflight(self, options: ChatOptionsT) -> None:
         """A missing model or key fails every rollout: refused before anything is written."""
         self._model(options)
         self._endpoint(options)
@@ -153,18 +157,16 @@ class ChatBackend(AgentBackend):
             )
         return None
 
-    def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
+    def cache_identity(self, options: ChatOptionsT) -> dict[str, Any]:
         """The endpoint and model, wherever they come from (options or variables); never the key."""
-        assert isinstance(options, ChatOptions)
         base = (
             options.base_url or os.environ.get(BASE_URL_ENV[self.provider]) or DEFAULT_BASE_URL[self.provider]
         )
         return {"base_url": base, "model": options.model or os.environ.get(self.model_env)}
 
     # --- one rollout ---------------------------------------------------------------------------
-    def run(self, request: AgentRequest) -> AgentResult:
+    def run(self, request: AgentRequest[ChatOptionsT]) -> AgentResult:
         options = request.options
-        assert isinstance(options, ChatOptions)
         prompt = self._user_message(request)
         chat = ChatRequest(
             messages=(
@@ -210,12 +212,12 @@ class ChatBackend(AgentBackend):
             turns=1,
         )
 
-    def seed_for(self, request: AgentRequest) -> int | None:
+    def seed_for(self, request: AgentRequest[ChatOptionsT]) -> int | None:
         """The sampling seed of this replicate (None: none is sent). Backends whose API has one
         override this."""
         return None
 
-    def _user_message(self, request: AgentRequest) -> str:
+    def _user_message(self, request: AgentRequest[ChatOptionsT]) -> str:
         if request.task.field(INLINE_FIELD) is not True:
             if _has_files(request.workspace):  # a Python env prepared a workspace the model cannot see
                 raise UsageError(
@@ -225,7 +227,7 @@ class ChatBackend(AgentBackend):
             return request.prompt
         return request.prompt + inline_files(request.workspace)
 
-    def _model(self, options: AgentOptions) -> str:
+    def _model(self, options: ChatOptionsT) -> str:
         model = options.model or os.environ.get(self.model_env)
         if not model:
             raise UsageError(
@@ -233,11 +235,10 @@ class ChatBackend(AgentBackend):
             )
         return model
 
-    def _endpoint(self, options: AgentOptions) -> Any:
-        assert isinstance(options, ChatOptions)
+    def _endpoint(self, options: ChatOptionsT) -> Any:
         return resolve_endpoint(self.provider, options.base_url, options.api_key_env, where=_WHERE)
 
-    def _client(self, options: ChatOptions) -> ModelClient:
+    def _client(self, options: ChatOptionsT) -> ModelClient:
         key = options.model_dump_json()
         with self._lock:
             if key not in self._clients:

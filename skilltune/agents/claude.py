@@ -68,7 +68,7 @@ class ClaudeOptions(CLIOptions):
     max_budget_usd: PositiveFloat | None = Field(default=None, description="claude --max-budget-usd")
 
 
-class ClaudeAgent(CLIBackend):
+class ClaudeAgent(CLIBackend[ClaudeOptions]):
     name = "claude"
     Options = ClaudeOptions
     executable: ClassVar[str] = "claude"
@@ -101,7 +101,7 @@ class ClaudeAgent(CLIBackend):
         return f".claude/skills/{skill_name}"
 
     # --- isolation ----------------------------------------------------------------------------
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[ClaudeOptions]) -> dict[str, Any]:
         """The private ``.claude.json``: onboarding done, no auto-updates, and the auth keys of the
         user's own (they do not rotate, so a copy is safe; the rest of that file is never read)."""
         private: dict[str, Any] = {"hasCompletedOnboarding": True, "autoUpdates": False}
@@ -113,14 +113,13 @@ class ClaudeAgent(CLIBackend):
             private |= {k: user[k] for k in _AUTH_KEYS if k in user}
         return private
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[ClaudeOptions]) -> None:
         super().prepare_home(home, request)
         if request.system_prompt:
             (home / SYSTEM_PROMPT_FILE).write_text(request.system_prompt, encoding="utf-8")
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[ClaudeOptions]) -> dict[str, str]:
         options = request.options
-        assert isinstance(options, ClaudeOptions)
         env = {
             "CLAUDE_CONFIG_DIR": str(home / ".claude"),
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no telemetry, error reports, title calls
@@ -135,7 +134,7 @@ class ClaudeAgent(CLIBackend):
         return env
 
     # --- the command --------------------------------------------------------------------------
-    def tools_for(self, request: AgentRequest) -> list[str] | None:
+    def tools_for(self, request: AgentRequest[ClaudeOptions]) -> list[str] | None:
         """The ``--tools`` list, or None for claude's default set.
 
         A restricted set keeps the ``Skill`` tool when the skill is installed natively: without
@@ -149,9 +148,8 @@ class ClaudeAgent(CLIBackend):
             tools.append("Skill")
         return tools
 
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[ClaudeOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, ClaudeOptions)
         # Permissions: `bypassPermissions` (--dangerously-skip-permissions) is refused when run as
         # root unless IS_SANDBOX=1, and would also approve edits outside the workspace. acceptEdits
         # approves file edits inside the working directory (the workspace) as any user, root
@@ -192,7 +190,7 @@ class ClaudeAgent(CLIBackend):
 
     # --- the event stream ---------------------------------------------------------------------
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[ClaudeOptions]
     ) -> AgentResult:
         return interpret_stream(events, outcome)
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, PositiveFloat
+from typing_extensions import TypeVar
 
 from skilltune.agents.base import (
     AgentBackend,
@@ -89,6 +90,9 @@ class CLIOptions(AgentOptions):
     executable: str | None = Field(default=None, description="path of the CLI (default: found on PATH)")
 
 
+CLIOptionsT = TypeVar("CLIOptionsT", bound=CLIOptions, default=Any)
+
+
 class Failure(NamedTuple):
     """How a run that ended in an error counts, and why: ``infra_error`` (the endpoint's or the
     machine's fault: retried, never scored) or ``task_failed`` (the agent's own failure: scored
@@ -116,7 +120,7 @@ def infra_reason(text: str) -> str | None:
     return None
 
 
-class CLIBackend(AgentBackend):
+class CLIBackend(AgentBackend[CLIOptionsT]):
     """Base of the backends that drive a real agent CLI headless.
 
     A subclass declares its plumbing in class attributes; the hooks (``env_selection``,
@@ -150,16 +154,16 @@ class CLIBackend(AgentBackend):
             found.notes.append("tool restriction (agent option tools=...) is not supported by this CLI")
         return found
 
-    def ignored_env(self, options: AgentOptions) -> dict[str, str]:
+    def ignored_env(self, options: CLIOptionsT) -> dict[str, str]:
         """Variables the user set (for other backends) that this CLI ignores with ``options``:
         variable -> what to set instead. ``preflight`` warns about each."""
         return {}
 
-    def preflight(self, options: AgentOptions) -> None:
+    def preflight(self, options: CLIOptionsT) -> None:
         for variable, instead in self.ignored_env(options).items():
             warnings.warn(f"{self.name} ignores ${variable}: {instead}", SkilltuneWarning, stacklevel=2)
 
-    def cache_identity(self, options: AgentOptions) -> dict[str, Any]:
+    def cache_identity(self, options: CLIOptionsT) -> dict[str, Any]:
         """The CLI's version number and those of its variables that choose what answers (model,
         endpoint, region, provider switches): stable across sessions, so resume and a shared cache
         still hit, while pointing the CLI at another model or endpoint misses. Secrets, session
@@ -172,23 +176,23 @@ class CLIBackend(AgentBackend):
         }
         return {"version": version_number(self.binary(options)), "env": env}
 
-    def binary(self, options: AgentOptions) -> str:
+    def binary(self, options: CLIOptionsT) -> str:
         configured = getattr(options, "executable", None)
         return str(configured or shutil.which(self.executable) or self.executable)
 
     # --- what each CLI says -------------------------------------------------------------------
     @abstractmethod
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[CLIOptionsT], home: Path) -> list[str]:
         """argv of one headless run (the prompt after ``--`` when it is positional)."""
 
-    def stdin_text(self, request: AgentRequest) -> str | None:
+    def stdin_text(self, request: AgentRequest[CLIOptionsT]) -> str | None:
         """Text to write to the CLI's stdin (then closed): the prompt, when it is too long for argv
         and the CLI reads a piped stdin as its prompt (``long_prompt_via_stdin``)."""
         if self.long_prompt_via_stdin and too_long_for_argv(request.prompt):
             return request.prompt
         return None
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[CLIOptionsT]) -> None:
         """Fill the private HOME: the ``settings_file``; a backend that puts more there (a
         system-prompt file) extends this."""
         if self.settings_file is not None:
@@ -196,28 +200,28 @@ class CLIBackend(AgentBackend):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(self.settings_text(home, request), encoding="utf-8")
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[CLIOptionsT]) -> dict[str, str]:
         """Variables this CLI needs besides the user's own (quiet modes, config dirs)."""
         return {}
 
-    def env_selection(self, options: AgentOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def env_selection(self, options: CLIOptionsT) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(prefixes, names) of the user's variables the CLI receives with ``options``: the declared
         ``env_prefixes`` and ``env_names``; a backend whose options bring more along (an auth type's
         variables, a key variable named by an option) adds them."""
         return self.env_prefixes, self.env_names
 
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[CLIOptionsT]) -> dict[str, Any]:
         """skilltune's settings document for this rollout (updates and telemetry off, limits...)."""
         return {}
 
     @abstractmethod
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[CLIOptionsT]
     ) -> AgentResult:
         """Turn the event stream into an AgentResult (messages, final text, usage, status)."""
 
     # --- shared machinery ---------------------------------------------------------------------
-    def user_env(self, options: AgentOptions) -> dict[str, str]:
+    def user_env(self, options: CLIOptionsT) -> dict[str, str]:
         """The user's variables the CLI receives: those ``env_selection`` selects, less the dropped."""
         prefixes, names = self.env_selection(options)
         return {
@@ -228,7 +232,7 @@ class CLIBackend(AgentBackend):
             and not key.startswith(self.dropped_env_prefixes)
         }
 
-    def environment(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def environment(self, home: Path, request: AgentRequest[CLIOptionsT]) -> dict[str, str]:
         """The agent's whole environment: the base and network variables, the user's own for this
         CLI (``user_env``), the private HOME and TMPDIR, then ``cli_env`` over all of them."""
         env = {k: os.environ[k] for k in (*BASE_ENV, *NETWORK_ENV) if k in os.environ}
@@ -254,7 +258,7 @@ class CLIBackend(AgentBackend):
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(source)
 
-    def settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def settings(self, home: Path, request: AgentRequest[CLIOptionsT]) -> dict[str, Any]:
         """The CLI's settings for ``request``: ``default_settings`` with the user's
         ``settings_option`` deep-merged over it."""
         document = self.default_settings(home, request)
@@ -262,18 +266,18 @@ class CLIBackend(AgentBackend):
             document = deep_merge(document, getattr(request.options, self.settings_option))
         return document
 
-    def settings_text(self, home: Path, request: AgentRequest) -> str:
+    def settings_text(self, home: Path, request: AgentRequest[CLIOptionsT]) -> str:
         """What ``prepare_home`` writes to ``settings_file``."""
         return render_settings(self.settings_file or "", self.settings(home, request))
 
-    def skill_placed(self, request: AgentRequest) -> bool:
+    def skill_placed(self, request: AgentRequest[CLIOptionsT]) -> bool:
         """Whether a skill folder is installed natively in the workspace (its loading tool must then
         stay available, whatever ``tools`` restricts)."""
         if not request.skill_name:
             return False
         return (request.workspace / self.native_skill_dir(request.skill_name)).is_dir()
 
-    def run(self, request: AgentRequest) -> AgentResult:
+    def run(self, request: AgentRequest[CLIOptionsT]) -> AgentResult:
         home = Path(tempfile.mkdtemp(prefix=f"skilltune-{self.name}-home-"))
         try:
             self.link_credentials(home)
@@ -319,7 +323,7 @@ class CLIBackend(AgentBackend):
             result.cost_estimated = result.cost_usd is not None
         return result
 
-    def argv_too_long(self, request: AgentRequest) -> str:
+    def argv_too_long(self, request: AgentRequest[CLIOptionsT]) -> str:
         """Why ``self.executable`` could not be started with E2BIG, and what to do about it."""
         sizes = f"the prompt is {len(request.prompt.encode()):,} bytes"
         if request.system_prompt:

@@ -49,7 +49,6 @@ from pydantic import Field, NonNegativeInt, field_validator
 
 from skilltune.agents.base import (
     AgentBackend,
-    AgentOptions,
     AgentRequest,
     AgentResult,
     BackendCheck,
@@ -123,7 +122,7 @@ def user_endpoint(environ: dict[str, str] | None = None) -> tuple[str | None, st
     return base, key_var
 
 
-class CodexAgent(CLIBackend):
+class CodexAgent(CLIBackend[CodexOptions]):
     name = "codex"
     Options = CodexOptions
     executable = "codex"
@@ -146,7 +145,7 @@ class CodexAgent(CLIBackend):
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"
 
-    def ignored_env(self, options: AgentOptions) -> dict[str, str]:
+    def ignored_env(self, options: CodexOptions) -> dict[str, str]:
         """codex reads its model from its own config, never OPENAI_MODEL (which qwen and opencode read):
         without a model option it sends its default model to the endpoint."""
         if os.environ.get("OPENAI_MODEL") and not options.model:
@@ -175,10 +174,9 @@ class CodexAgent(CLIBackend):
     def codex_home(home: Path) -> Path:
         return home / ".codex"
 
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[CodexOptions]) -> dict[str, Any]:
         """The private config.toml of one rollout."""
         options = request.options
-        assert isinstance(options, CodexOptions)
         config: dict[str, Any] = {
             "check_for_update_on_startup": False,
             "cli_auth_credentials_store": "file",  # auth.json, the linked file, never a keyring
@@ -209,16 +207,15 @@ class CodexAgent(CLIBackend):
             config["model_providers"] = {PROVIDER: provider}
         return config
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[CodexOptions]) -> None:
         super().prepare_home(home, request)
         (request.log_dir / LAST_MESSAGE_FILE).unlink(missing_ok=True)
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[CodexOptions]) -> dict[str, str]:
         return {"CODEX_HOME": str(self.codex_home(home))}
 
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[CodexOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, CodexOptions)
         argv = [
             self.binary(options),
             "exec",
@@ -246,9 +243,9 @@ class CodexAgent(CLIBackend):
 
     # --- the event stream -----------------------------------------------------------------------
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[CodexOptions]
     ) -> AgentResult:
-        options: AgentOptions = request.options
+        options = request.options
         messages: list[Message] = []
         final = ""
         tokens_in = tokens_out = 0

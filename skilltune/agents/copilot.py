@@ -107,7 +107,7 @@ def byok() -> bool:
     return bool(os.environ.get("COPILOT_PROVIDER_BASE_URL"))
 
 
-class CopilotAgent(CLIBackend):
+class CopilotAgent(CLIBackend[CopilotOptions]):
     name = "copilot"
     Options = CopilotOptions
     executable: ClassVar[str] = "copilot"
@@ -165,16 +165,16 @@ class CopilotAgent(CLIBackend):
     def copilot_home(home: Path) -> Path:
         return home / ".copilot"
 
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[CopilotOptions]) -> dict[str, Any]:
         return {"autoUpdate": False, "banner": "never", "showTipsOnStartup": False}
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[CopilotOptions]) -> None:
         super().prepare_home(home, request)
         if request.options.placement == "system" and request.system_prompt:
             (self.copilot_home(home) / INSTRUCTIONS_FILE).write_text(request.system_prompt, encoding="utf-8")
         (request.log_dir / USAGE_FILE).unlink(missing_ok=True)
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[CopilotOptions]) -> dict[str, str]:
         env = {
             "COPILOT_HOME": str(self.copilot_home(home)),
             "COPILOT_AUTO_UPDATE": "false",
@@ -186,7 +186,7 @@ class CopilotAgent(CLIBackend):
         return env
 
     # --- the command --------------------------------------------------------------------------
-    def tools_for(self, request: AgentRequest) -> list[str] | None:
+    def tools_for(self, request: AgentRequest[CopilotOptions]) -> list[str] | None:
         """The ``--available-tools`` list, or None for copilot's default set."""
         tools = request.options.tools
         if tools is None:
@@ -196,9 +196,8 @@ class CopilotAgent(CLIBackend):
             tools.append("skill")
         return tools or [NO_TOOLS]
 
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[CopilotOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, CopilotOptions)
         argv = [self.binary(options)]
         if not too_long_for_argv(request.prompt):
             argv.append(f"--prompt={request.prompt}")
@@ -221,7 +220,7 @@ class CopilotAgent(CLIBackend):
 
     # --- the event stream ---------------------------------------------------------------------
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[CopilotOptions]
     ) -> AgentResult:
         messages: list[Message] = []
         tool_names: dict[str, str] = {}

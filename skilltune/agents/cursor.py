@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from skilltune.agents.base import AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.home import UserFile
@@ -71,7 +71,7 @@ class CursorOptions(CLIOptions):
         return self
 
 
-class CursorAgent(CLIBackend):
+class CursorAgent(CLIBackend[CursorOptions]):
     name = "cursor"
     Options = CursorOptions
     executable: ClassVar[str] = "cursor-agent"
@@ -102,10 +102,10 @@ class CursorAgent(CLIBackend):
                 found[".cursor/cli-config.json"] = in_xdg
         return found
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[CursorOptions]) -> dict[str, str]:
         return {"CURSOR_CONFIG_DIR": str(home / ".cursor"), "NO_OPEN_BROWSER": "1"}
 
-    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: CursorOptions) -> str | None:
         """cursor-agent takes its prompt only as one command-line argument."""
         if not too_long_for_argv(prompt):
             return None
@@ -117,9 +117,8 @@ class CursorAgent(CLIBackend):
             "prompt from stdin (claude, codex, copilot, gemini, opencode, qwen)."
         )
 
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[CursorOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, CursorOptions)
         problem = self.placement_problem(request.prompt, request.system_prompt, options)
         if problem is not None:
             raise UsageError(problem)
@@ -134,7 +133,7 @@ class CursorAgent(CLIBackend):
         return {"mode": "ask"}
 
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[CursorOptions]
     ) -> AgentResult:
         found = interpret_stream(events, outcome, {"tool_call": tool_call_messages})
         result = next((e for e in reversed(events) if e.get("type") == "result"), None)

@@ -133,7 +133,7 @@ def thinking_config(model: str, effort: str) -> dict[str, Any]:
     return {"thinkingLevel": _LEVELS[effort]}
 
 
-class GeminiAgent(CLIBackend):
+class GeminiAgent(CLIBackend[GeminiOptions]):
     name = "gemini"
     Options = GeminiOptions
     executable = "gemini"
@@ -200,10 +200,9 @@ class GeminiAgent(CLIBackend):
             return "oauth-personal"
         return "gemini-api-key"
 
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[GeminiOptions]) -> dict[str, Any]:
         """The private settings.json of one rollout (the ``settings`` option is merged over it)."""
         options = request.options
-        assert isinstance(options, GeminiOptions)
         settings: dict[str, Any] = {
             "security": {"auth": {"selectedType": self.auth_type(options)}},
             "general": {
@@ -246,12 +245,12 @@ class GeminiAgent(CLIBackend):
             }
         return settings
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[GeminiOptions]) -> None:
         super().prepare_home(home, request)
         if request.options.placement == "system" and request.system_prompt:
             (home / ".gemini" / "GEMINI.md").write_text(request.system_prompt, encoding="utf-8")
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[GeminiOptions]) -> dict[str, str]:
         return {
             "GEMINI_CLI_HOME": str(home),
             "GEMINI_SYSTEM_MD": "false",
@@ -259,9 +258,8 @@ class GeminiAgent(CLIBackend):
             "NO_COLOR": "1",
         }
 
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[GeminiOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, GeminiOptions)
         # One argv word: a leading "---" is never an option. A long prompt: stdin alone (gemini
         # would send stdin, a blank line and --prompt's text as one prompt).
         prompt = [] if self.stdin_text(request) is not None else [f"--prompt={request.prompt}"]
@@ -284,10 +282,9 @@ class GeminiAgent(CLIBackend):
 
     # --- the event stream -----------------------------------------------------------------------
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[GeminiOptions]
     ) -> AgentResult:
         options = request.options
-        assert isinstance(options, GeminiOptions)
         messages: list[Message] = []
         text: list[str] = []  # the assistant text of the current model turn (streamed in deltas)
         last_text = ""

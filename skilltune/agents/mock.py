@@ -55,14 +55,13 @@ def _rng(*parts: object) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
 
 
-class MockAgent(AgentBackend):
+class MockAgent(AgentBackend[MockOptions]):
     name = "mock"
     Options = MockOptions
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md", "CLAUDE.md")
 
-    def run(self, request: AgentRequest) -> AgentResult:
+    def run(self, request: AgentRequest[MockOptions]) -> AgentResult:
         options = request.options
-        assert isinstance(options, MockOptions)
         task = request.task
         if options.sleep_s:
             time.sleep(options.sleep_s)
@@ -106,7 +105,7 @@ class MockAgent(AgentBackend):
             exit_code=0,
         )
 
-    def _skill_text(self, request: AgentRequest) -> str:
+    def _skill_text(self, request: AgentRequest[MockOptions]) -> str:
         """What the agent would have read of the skill, given its placement."""
         placement = request.options.placement
         if placement == "system":

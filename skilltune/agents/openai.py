@@ -28,15 +28,14 @@ class OpenAIOptions(ChatOptions):
     crn: bool = Field(default=False, description="the same seed for every skill (common random numbers)")
 
 
-class OpenAIAgent(ChatBackend):
+class OpenAIAgent(ChatBackend[OpenAIOptions]):
     name = "openai"
     provider = "openai"
     model_env = "OPENAI_MODEL"
     Options: ClassVar[type[AgentOptions]] = OpenAIOptions
 
-    def seed_for(self, request: AgentRequest) -> int | None:
+    def seed_for(self, request: AgentRequest[OpenAIOptions]) -> int | None:
         options = request.options
-        assert isinstance(options, OpenAIOptions)
         if not options.seed:
             return None
         skill = "" if options.crn else request.candidate_hash

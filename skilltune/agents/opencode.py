@@ -66,7 +66,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from skilltune.agents.base import AgentOptions, AgentRequest, AgentResult, BackendCheck, Message
+from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status
 from skilltune.agents.home import UserFile
 from skilltune.agents.transcript import tool_call_message, tool_result_message
@@ -143,7 +143,7 @@ class OpencodeOptions(CLIOptions):
         return names
 
 
-class OpencodeAgent(CLIBackend):
+class OpencodeAgent(CLIBackend[OpencodeOptions]):
     name = "opencode"
     Options = OpencodeOptions
     executable: ClassVar[str] = "opencode"
@@ -188,18 +188,17 @@ class OpencodeAgent(CLIBackend):
         return found
 
     # --- isolation ----------------------------------------------------------------------------
-    def env_selection(self, options: AgentOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def env_selection(self, options: OpencodeOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The declared variables, and the endpoint's key variable (option ``api_key_env``)."""
         prefixes, names = super().env_selection(options)
-        assert isinstance(options, OpencodeOptions)
         return prefixes, (*names, options.api_key_env)
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[OpencodeOptions]) -> None:
         super().prepare_home(home, request)
         if request.system_prompt:
             (home / SYSTEM_PROMPT_FILE).write_text(request.system_prompt, encoding="utf-8")
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[OpencodeOptions]) -> dict[str, str]:
         return {
             "XDG_CONFIG_HOME": str(home / ".config"),
             "XDG_DATA_HOME": str(home / ".local" / "share"),
@@ -250,9 +249,8 @@ class OpencodeAgent(CLIBackend):
             )
         return model
 
-    def permissions(self, request: AgentRequest) -> dict[str, Any]:
+    def permissions(self, request: AgentRequest[OpencodeOptions]) -> dict[str, Any]:
         options = request.options
-        assert isinstance(options, OpencodeOptions)
         skill: str | dict[str, str] = "allow"
         if not options.builtin_skills:
             skill = {"*": "allow", **dict.fromkeys(BUILTIN_SKILLS, "deny")}
@@ -266,10 +264,9 @@ class OpencodeAgent(CLIBackend):
             rules[permission] = skill if permission == "skill" else "allow"
         return rules
 
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[OpencodeOptions]) -> dict[str, Any]:
         """opencode's configuration for one rollout (the ``config`` option is merged over it)."""
         options = request.options
-        assert isinstance(options, OpencodeOptions)
         config: dict[str, Any] = {
             "$schema": "https://opencode.ai/config.json",
             "autoupdate": False,
@@ -308,9 +305,8 @@ class OpencodeAgent(CLIBackend):
         return config
 
     # --- the command --------------------------------------------------------------------------
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[OpencodeOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, OpencodeOptions)
         argv = [self.binary(options), "run", "--format", "json", "--title", TITLE]
         ref = self.model_ref(options)
         if ref:
@@ -326,10 +322,9 @@ class OpencodeAgent(CLIBackend):
 
     # --- the event stream ---------------------------------------------------------------------
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[OpencodeOptions]
     ) -> AgentResult:
         options = request.options
-        assert isinstance(options, OpencodeOptions)
         found = interpret_stream(events, outcome, options.max_turns)
         ref = self.model_ref(options)
         if ref:

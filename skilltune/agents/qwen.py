@@ -74,7 +74,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, NonNegativeInt
 
-from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, BackendCheck, Message
+from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, Failure, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
@@ -119,7 +119,7 @@ class QwenOptions(CLIOptions):
     )
 
 
-class QwenAgent(CLIBackend):
+class QwenAgent(CLIBackend[QwenOptions]):
     name = "qwen"
     Options = QwenOptions
     executable: ClassVar[str] = "qwen"
@@ -178,15 +178,13 @@ class QwenAgent(CLIBackend):
     def qwen_home(home: Path) -> Path:
         return home / ".qwen"
 
-    def env_selection(self, options: AgentOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def env_selection(self, options: QwenOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The declared variables, and those of the endpoint ``auth_type`` picks (ANTHROPIC_*...)."""
         prefixes, names = super().env_selection(options)
-        assert isinstance(options, QwenOptions)
         return (*prefixes, *_AUTH_PREFIXES.get(options.auth_type, ())), names
 
-    def default_settings(self, home: Path, request: AgentRequest) -> dict[str, Any]:
+    def default_settings(self, home: Path, request: AgentRequest[QwenOptions]) -> dict[str, Any]:
         options = request.options
-        assert isinstance(options, QwenOptions)
         generation: dict[str, Any] = {"maxRetries": options.retries}
         if options.effort:
             generation["reasoning"] = {"effort": options.effort}
@@ -202,7 +200,7 @@ class QwenAgent(CLIBackend):
             "model": {"generationConfig": generation},
         }
 
-    def placement_problem(self, prompt: str, system_prompt: str | None, options: AgentOptions) -> str | None:
+    def placement_problem(self, prompt: str, system_prompt: str | None, options: QwenOptions) -> str | None:
         """A system-placed skill too long for ``--append-system-prompt`` goes to a rule file, from which
         qwen strips HTML comments: such a skill holding ``<!--`` would not reach the model as written."""
         if options.placement != "system" or not system_prompt or not too_long_for_argv(system_prompt):
@@ -216,7 +214,7 @@ class QwenAgent(CLIBackend):
             "skill, or use placement=native or prepend"
         )
 
-    def prepare_home(self, home: Path, request: AgentRequest) -> None:
+    def prepare_home(self, home: Path, request: AgentRequest[QwenOptions]) -> None:
         super().prepare_home(home, request)
         system = self.system_rule(request)
         if system is not None:
@@ -229,14 +227,14 @@ class QwenAgent(CLIBackend):
             rule.write_text("\n" + system, encoding="utf-8")
 
     @staticmethod
-    def system_rule(request: AgentRequest) -> str | None:
+    def system_rule(request: AgentRequest[QwenOptions]) -> str | None:
         """The system-placed skill when it is too long for ``--append-system-prompt`` (a rule file)."""
         system = request.system_prompt
         if request.options.placement != "system" or not system or not too_long_for_argv(system):
             return None
         return system
 
-    def cli_env(self, home: Path, request: AgentRequest) -> dict[str, str]:
+    def cli_env(self, home: Path, request: AgentRequest[QwenOptions]) -> dict[str, str]:
         return {
             "QWEN_HOME": str(self.qwen_home(home)),
             "QWEN_CODE_NO_RELAUNCH": "true",
@@ -245,7 +243,7 @@ class QwenAgent(CLIBackend):
         }
 
     # --- the command --------------------------------------------------------------------------
-    def tools_for(self, request: AgentRequest) -> tuple[list[str], list[str]] | None:
+    def tools_for(self, request: AgentRequest[QwenOptions]) -> tuple[list[str], list[str]] | None:
         """(``--core-tools``, ``--exclude-tools``) of a restricted rollout, or None for qwen's default set."""
         tools = request.options.tools
         if tools is None:
@@ -256,9 +254,8 @@ class QwenAgent(CLIBackend):
         excluded = [t for t in ALWAYS_ON_TOOLS if t not in tools]
         return [t for t in tools if t not in ALWAYS_ON_TOOLS] or [NO_TOOLS], excluded
 
-    def command(self, request: AgentRequest, home: Path) -> list[str]:
+    def command(self, request: AgentRequest[QwenOptions], home: Path) -> list[str]:
         options = request.options
-        assert isinstance(options, QwenOptions)
         argv = [
             self.binary(options), "--auth-type", options.auth_type,
             "-o", "stream-json", "--approval-mode", "yolo",
@@ -285,7 +282,7 @@ class QwenAgent(CLIBackend):
 
     # --- the event stream ---------------------------------------------------------------------
     def interpret(
-        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest
+        self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest[QwenOptions]
     ) -> AgentResult:
         messages: list[Message] = []
         tool_names: dict[str, str] = {}

@@ -30,6 +30,7 @@ from skilltune.cli.app import (
     progress_bar,
 )
 from skilltune.errors import UsageError
+from skilltune.score.base import Metric
 
 if TYPE_CHECKING:
     from skilltune.meta_eval import MetaEval
@@ -86,7 +87,7 @@ def compare(
     reps: Annotated[int, typer.Option(min=1, help="Replicates per task and arm.")] = 3,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
-    metric: Annotated[str, typer.Option(help="hard, soft or mixed.")] = "mixed",
+    metric: Annotated[Metric, typer.Option(help="hard, soft or mixed.")] = "mixed",
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
     ] = None,

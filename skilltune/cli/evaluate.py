@@ -31,6 +31,7 @@ from skilltune.cli.app import (
     progress_bar,
 )
 from skilltune.errors import SkilltuneError, UsageError
+from skilltune.score.base import Metric
 
 if TYPE_CHECKING:
     from skilltune.measure.evaluate import EvalSummary
@@ -274,7 +275,7 @@ def calibrate(
     reps: Annotated[int, typer.Option(min=1, help="Replicates per task.")] = 3,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
-    metric: Annotated[str, typer.Option(help="hard, soft or mixed (the gate's metric).")] = "mixed",
+    metric: Annotated[Metric, typer.Option(help="hard, soft or mixed (the gate's metric).")] = "mixed",
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default runs/calibrate-<skill>-<split>).")
     ] = None,
@@ -296,8 +297,6 @@ def calibrate(
         raise UsageError("--skill and --no-skill exclude each other: give one")
     if skill is None and not no_skill:
         raise UsageError("give --skill DIR, or --no-skill to calibrate the agent without a skill")
-    if metric not in ("hard", "soft", "mixed"):
-        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
     loaded = load_suite_for(suite, prompt_variant, judge_opt)
     candidate = load_skill(skill) if skill is not None else None
     target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"

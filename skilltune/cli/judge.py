@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from skilltune.cli.app import JudgeOpts, PromptVariantOpt, SuiteArg, Typer, app, guarded, load_suite_for, out
+from skilltune.score.base import Metric
 
 judge_app = Typer(
     help="Judged suites: readiness of the judge, and how much its verdicts vary.",
@@ -67,7 +68,7 @@ def agreement(
         int | None,
         typer.Option(min=2, help="Verdicts per rollout (default: twice the suite's samples, at least 3)."),
     ] = None,
-    metric: Annotated[str, typer.Option(help="The gate metric: hard, soft or mixed.")] = "mixed",
+    metric: Annotated[Metric, typer.Option(help="The gate metric: hard, soft or mixed.")] = "mixed",
     out_dir: Annotated[
         Path | None,
         typer.Option(

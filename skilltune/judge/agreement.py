@@ -19,6 +19,7 @@ from skilltune.judge.noise import JudgeNoise, judge_noise
 from skilltune.judge.scorer import INPUTS_FILE, JUDGE_FILE, JudgeError, JudgeScorer
 from skilltune.runfiles import JudgeInputsFile, RolloutRecord, RunFileError
 from skilltune.runfiles.judge import JudgeVerdict
+from skilltune.score.base import Metric, as_metric
 from skilltune.store import write_json
 from skilltune.suite import Suite
 
@@ -51,15 +52,14 @@ def judge_agreement(
     *,
     out: Path | str,
     samples: int | None = None,
-    metric: str = "mixed",
+    metric: Metric = "mixed",
 ) -> AgreementReport:
     """Re-judge every judged rollout under ``rollouts`` ``samples`` times (default: twice the suite's
     samples, at least 3) and write ``out/agreement.json``."""
     rollouts, out = Path(rollouts), Path(out)
     if not rollouts.is_dir():
         raise UsageError(f"--rollouts {rollouts}: not a folder of rollout records")
-    if metric not in ("hard", "soft", "mixed"):
-        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
+    metric = as_metric(metric)
     settings = suite.judge
     draw = samples or max(3, 2 * settings.samples)
     if draw < 2:

@@ -18,12 +18,14 @@ from pydantic import BaseModel
 
 from skilltune.judge.verdict import sample_passed, sample_soft
 from skilltune.runfiles.judge import JudgeVerdict
+from skilltune.score.base import Metric
+from skilltune.stats import sample_sd, sample_variance
 
 BOOTSTRAP = 400
 
 
 class JudgeNoise(BaseModel):
-    metric: str
+    metric: Metric
     suite_samples: int  # S: the verdicts each rollout's score aggregates
     rollouts: int  # rollouts with at least two verdicts
     verdicts_per_rollout: float | None
@@ -60,13 +62,6 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _variance(values: Sequence[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    m = math.fsum(values) / len(values)
-    return math.fsum((v - m) ** 2 for v in values) / (len(values) - 1)
-
-
 def judge_noise(
     verdicts: Sequence[Sequence[JudgeVerdict]],
     *,
@@ -74,7 +69,7 @@ def judge_noise(
     threshold: float,
     suite_samples: int,
     mixed_weight: float,
-    metric: str,
+    metric: Metric,
     replicate_scores: Mapping[str, Sequence[float]] | None = None,
     seed: int = 0,
 ) -> JudgeNoise:
@@ -93,7 +88,7 @@ def judge_noise(
         )
         agreements.append(agree / pairs)
         unanimous.append(float(len(set(passed)) == 1))
-        sds.append(math.sqrt(_variance(softs)))
+        sds.append(sample_sd(softs))
         rng = random.Random(f"{seed}|judge-noise|{index}")
         draws = []
         for _ in range(BOOTSTRAP):
@@ -103,8 +98,8 @@ def judge_noise(
             draws.append(
                 {"hard": hard, "soft": soft, "mixed": (1 - mixed_weight) * hard + mixed_weight * soft}[metric]
             )
-        variances.append(_variance(draws))
-    gate = [_variance(v) for v in (replicate_scores or {}).values() if len(v) >= 2]
+        variances.append(sample_variance(draws))
+    gate = [sample_variance(v) for v in (replicate_scores or {}).values() if len(v) >= 2]
     gate_var = math.fsum(gate) / len(gate) if gate else None
     judge_var = math.fsum(variances) / len(variances) if variances else None
 

@@ -18,9 +18,10 @@ from pydantic import BaseModel
 from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
 from skilltune.measure.evaluate import evaluate
+from skilltune.score.base import Metric
 from skilltune.session import RolloutSettings
 from skilltune.skill import Candidate
-from skilltune.stats import tasks_to_accept
+from skilltune.stats import sample_sd, tasks_to_accept
 from skilltune.stats.alpha import RunAlpha
 from skilltune.stats.regime import FLAKY_SD, Regime, regime_of
 from skilltune.store import read_json, write_json
@@ -46,7 +47,7 @@ class Calibration(BaseModel):
     split: str
     agent: str
     reps: int
-    metric: str
+    metric: Metric
     skill_hash: str
     pass_rate: float | None
     mean: float | None
@@ -62,13 +63,6 @@ class Calibration(BaseModel):
     levers: list[str]
     tasks: dict[str, TaskCalibration]
     judge: JudgeNoise | None = None  # judged suites: the judge's own noise, from each rollout's verdicts
-
-
-def _sd(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    m = sum(values) / len(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
 def rollouts_to_detect(
@@ -113,7 +107,7 @@ def calibrate(
     *,
     split: str = "val",
     reps: int = 3,
-    metric: str = "mixed",
+    metric: Metric = "mixed",
     out: Path | str,
     force: bool = False,
     settings: RolloutSettings | None = None,
@@ -137,7 +131,7 @@ def calibrate(
     tasks: dict[str, TaskCalibration] = {}
     for task_id in summary.per_task:
         vals = values.get(task_id, [])
-        sd = _sd(vals) if vals else None
+        sd = sample_sd(vals) if vals else None
         constant = len(set(vals)) == 1 and len(vals) >= 2 and vals[0] in (0.0, 1.0)
         tasks[task_id] = TaskCalibration(
             pass_rate=sum(hards[task_id]) / len(hards[task_id]) if vals else None,
@@ -183,7 +177,9 @@ def calibrate(
     return calibration
 
 
-def _judge_noise(suite: Suite, out: Path, metric: str, values: dict[str, list[float]]) -> JudgeNoise | None:
+def _judge_noise(
+    suite: Suite, out: Path, metric: Metric, values: dict[str, list[float]]
+) -> JudgeNoise | None:
     """The judge's noise, from the verdicts each judged rollout kept (needs samples >= 2 to show)."""
     from skilltune.judge.noise import judge_noise
     from skilltune.runfiles import JudgeFile

@@ -16,7 +16,7 @@ from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
-from skilltune.score.base import require_same_contract
+from skilltune.score.base import Metric, as_metric, require_same_contract
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
@@ -24,7 +24,7 @@ from skilltune.suite import Suite, load_suite
 
 
 def _arm(
-    records: list[RolloutRecord], task_ids: list[str], reps: int, metric: str, skill_hash: str
+    records: list[RolloutRecord], task_ids: list[str], reps: int, metric: Metric, skill_hash: str
 ) -> ArmResult:
     """One arm's accuracies and per-task, per-replicate scores (records outside the design are ignored)."""
     kept = [r for r in records if r.task_id in task_ids and r.replicate < reps]
@@ -49,7 +49,7 @@ def build_comparison(
     split: str,
     agent: str,
     reps: int,
-    metric: str,
+    metric: Metric,
     arms: Mapping[str, tuple[str, list[RolloutRecord]]],
 ) -> Comparison:
     """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a."""
@@ -117,7 +117,7 @@ def compare(
     *,
     split: str = "test",
     reps: int = 3,
-    metric: str = "mixed",
+    metric: Metric = "mixed",
     out: Path | str,
     force: bool = False,
     settings: RolloutSettings | None = None,
@@ -137,8 +137,7 @@ def compare(
     hashes = [c.hash if c else NO_SKILL for c in arms.values()]
     if len(set(hashes)) < len(hashes):
         raise UsageError("two arms are the same skill (same content hash): give different skills")
-    if metric not in ("hard", "soft", "mixed"):
-        raise UsageError(f"unknown metric {metric!r}: use hard, soft or mixed")
+    metric = as_metric(metric)
     rollout = RolloutSettings.of(settings, **given)
     check_reps(reps)
     out = Path(out)

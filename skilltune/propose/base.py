@@ -12,6 +12,7 @@ from skilltune.errors import UsageError
 from skilltune.plugins import Registry
 from skilltune.proposal import EvidencePacket, Proposal, ProposerCall
 from skilltune.suite import Suite
+from skilltune.validation import field_problems
 
 # Configurable roles (merging - dedupe, support, rank - is done in code, by no model).
 ROLES = ("analyst", "author", "red-team")
@@ -96,7 +97,7 @@ def make_proposer(name: str, suite: Suite, raw_options: dict[str, Any]) -> Propo
     try:
         options = cls.Options.model_validate(raw_options)
     except ValidationError as exc:
-        known = ", ".join(sorted(cls.Options.model_fields))
-        details = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise UsageError(f"proposer {name} options: {details} (known: {known})") from None
+        raise UsageError(
+            "; ".join(field_problems(exc, model=cls.Options, noun=f"proposer {name} option"))
+        ) from None
     return cls(suite, options)

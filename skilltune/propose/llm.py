@@ -32,6 +32,7 @@ from skilltune.propose.vet import (
     parse_anchor_repair,
     repair_anchors,
 )
+from skilltune.validation import field_problems
 
 _FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 
@@ -161,9 +162,7 @@ class ModelProposer(Proposer):
                 answer = {"edits": answer}
             return EditsAnswer.model_validate(answer).edits
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
-            )
+            problems = "; ".join(field_problems(exc, limit=5))
             raise ValueError(f"the JSON does not match the schema: {problems}") from None
 
     def _rewrite(self, packet: EvidencePacket) -> Proposal:

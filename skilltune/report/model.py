@@ -10,9 +10,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-RunState = Literal[
-    "success", "no-progress", "exhausted", "stopped", "blocked", "crash", "running", "interrupted"
-]
+from skilltune.rundir import TerminalState
+from skilltune.score.base import Metric
+
+RunState = TerminalState | Literal["running", "interrupted"]
 
 
 class Interval(BaseModel):
@@ -144,7 +145,7 @@ class PairView(BaseModel):
 
 class HeldOut(BaseModel):
     split: str
-    metric: str
+    metric: Metric
     reps: int
     contaminated: bool
     arms: list[ArmView]
@@ -220,7 +221,7 @@ class RunSummary(BaseModel):
     proposer: str = ""
     gate: str = ""
     mode: str = ""
-    metric: str = "mixed"
+    metric: Metric = "mixed"
     min_effect: float | None = None
     started: str | None = None
     updated: str | None = None

@@ -140,12 +140,7 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
 def _state(run: RunDir, journal: list[JournalEvent]) -> tuple[RunState, str]:
     terminal = run.terminal()
     if terminal is not None:
-        state, reason = terminal
-        known: dict[str, RunState] = {
-            "success": "success", "no-progress": "no-progress", "exhausted": "exhausted",
-            "stopped": "stopped", "blocked": "blocked", "crash": "crash",
-        }  # fmt: skip
-        return known.get(state, "crash"), reason if state in known else f"{state}: {reason}"
+        return terminal
     starts = [i for i, e in enumerate(journal) if isinstance(e, SessionStart)]
     if not starts:
         return "interrupted", "no session has started"
@@ -253,11 +248,11 @@ def _eta(summary: RunSummary) -> float | None:
     return max(0, summary.planned_units - len(done)) * per_unit
 
 
-def _min_effect(gate: str, options: dict[str, object]) -> float | None:
-    if gate != "sequential":
-        return None
-    value = options.get("min_effect", 0.10)
-    return float(value) if isinstance(value, int | float) else None
+def _min_effect(gate: str, settings: dict[str, object]) -> float | None:
+    from skilltune.gate import gate_options
+
+    options = gate_options(gate, settings)
+    return options.smallest_gain() if options is not None else None
 
 
 def _heatmap(rollouts: RolloutTally, units: list[UnitView]) -> Heatmap:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from skilltune.rundir import RunDir
 from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
+from skilltune.score.base import Metric
 
 
 @dataclass
@@ -71,7 +72,7 @@ class RolloutTally:
     """Every rollout record of a run, tallied. Units are folder names (``step_0003``,
     ``epoch_0001``; ``step_0000`` holds the seed's baseline, ``final`` the held-out test)."""
 
-    metric: str
+    metric: Metric
     total: Tally = field(default_factory=Tally)
     units: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     phases: dict[tuple[str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
@@ -187,7 +188,7 @@ def read_record(path: str) -> RolloutRecord | None:
     return record
 
 
-def read_rollouts(run: RunDir, metric: str, units: Collection[str] | None = None) -> RolloutTally:
+def read_rollouts(run: RunDir, metric: Metric, units: Collection[str] | None = None) -> RolloutTally:
     """Tally the records of the unit folders named in ``units`` (None: all) and of ``final/``."""
     tally = RolloutTally(metric)
     root = str(run.root)

@@ -10,7 +10,7 @@ from pathlib import Path
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
 from skilltune.report.rollouts import RolloutTally
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, SlowUpdateFile, UnitRecord, Verdict
+from skilltune.runfiles import Figures, ReflectionsFile, Round, SlowUpdateFile, UnitRecord, Verdict
 from skilltune.skill import Candidate
 
 EXCERPT_CHARS = 600
@@ -52,34 +52,16 @@ def unit_view(record: UnitRecord, folder: Path) -> UnitView:
     gate = folder / "gate.json"
     if gate.is_file():
         verdict = Verdict.read(gate)
-        view.rounds = [_round(r.model_dump()) for r in verdict.rounds]
+        view.rounds = [_round(r) for r in verdict.rounds]
         view.interval = _interval(view.rounds[-1]) if view.rounds else None
         paired = {pair.incumbent_replicate for r in verdict.rounds for pair in r.pairs}
         view.incumbent_replicates = sorted(paired)  # none in gate.json of schema 5 or older
     return view
 
 
-def _round(raw: dict[str, object]) -> GateRound:
-    stat = raw.pop("statistic", {})
-    assert isinstance(stat, dict)
-    gain = stat.get("mean_gain", stat.get("mean_diff"))
-    se = stat.get("se")
-    sd, tasks = stat.get("sd"), stat.get("tasks")
-    if se is None and isinstance(sd, float | int) and isinstance(tasks, int) and tasks > 1:
-        se = sd / tasks**0.5  # the sign-flip test records the sd of its per-task differences
-    return GateRound.model_validate(
-        {
-            **raw,
-            "gain": gain,
-            "se": se,
-            "t": stat.get("t", stat.get("z")),
-            "bound": stat.get("bound_t"),
-            "upper": stat.get("upper"),
-            "p": stat.get("p"),
-            "crossed": stat.get("crossed"),
-            "budget": stat.get("budget"),
-        }
-    )
+def _round(rnd: Round) -> GateRound:
+    figures = rnd.statistic.figures() if rnd.statistic is not None else Figures()
+    return GateRound.model_validate({**rnd.model_dump(exclude={"statistic"}), **figures.model_dump()})
 
 
 def _interval(last: GateRound) -> Interval | None:

@@ -29,6 +29,7 @@ from skilltune.review.lineage import History, Hunk, apply_hunks, hunks
 from skilltune.rollout.workspace import git
 from skilltune.rundir import RunDir
 from skilltune.runfiles import AuditFile, Comparison, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
+from skilltune.score.base import Metric
 from skilltune.store import write_text
 
 HunkStatus = Literal["clean", "present", "conflict"]
@@ -73,7 +74,7 @@ class PromotePlan(BaseModel):
     hunks: list[HunkPlan]
     held_out: PairResult | None
     held_out_split: str | None = None
-    held_out_metric: str | None = None
+    held_out_metric: Metric | None = None
     held_out_scores: dict[str, float | None] = Field(default_factory=dict)  # arm -> its score on the metric
     audit_findings: int | None  # None: the run has no audit.json
     patch: str  # unified diff of the live skill -> the live skill with the clean hunks

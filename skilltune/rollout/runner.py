@@ -32,7 +32,7 @@ from skilltune.rollout.conversation import conversation
 from skilltune.rollout.scoring import rescore_record, score_in_workspace
 from skilltune.rollout.workspace import Workspace, place_skill
 from skilltune.runfiles import UNDECIDED, FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
-from skilltune.score.base import Score
+from skilltune.score.base import Metric, Score
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
 from skilltune.suite import Suite, Task, safe_id
@@ -380,7 +380,7 @@ def _set_aside(
     )
 
 
-def per_task_scores(records: list[RolloutRecord], metric: str) -> dict[str, list[float | None]]:
+def per_task_scores(records: list[RolloutRecord], metric: Metric) -> dict[str, list[float | None]]:
     """task id -> the metric of each record in canonical (task, replicate) order (None: not scored)."""
     out: dict[str, list[float | None]] = {}
     for r in sorted(records, key=lambda r: (r.task_id, r.replicate)):
@@ -388,7 +388,7 @@ def per_task_scores(records: list[RolloutRecord], metric: str) -> dict[str, list
     return out
 
 
-def accuracy(records: list[RolloutRecord], metric: str) -> float | None:
+def accuracy(records: list[RolloutRecord], metric: Metric) -> float | None:
     """The mean over tasks of each task's mean over its scored replicates (tasks weigh the same)."""
     from skilltune.stats import mean, task_means
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from skilltune.errors import UsageError
 from skilltune.store import write_json
+from skilltune.validation import field_problems
 
 SCHEMA_VERSION = 7
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -82,10 +83,9 @@ class RunFile(BaseModel):
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(top)"
+            first = field_problems(exc, limit=1)[0]
             raise RunFileError(
-                f"{what}: not a valid {cls.__name__} ({where}: {first['msg']}); the file is damaged: "
+                f"{what}: not a valid {cls.__name__} ({first}); the file is damaged: "
                 "restore it, or delete its unit folder to run that unit again"
             ) from None
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from skilltune.runfiles.base import RunFile
+from skilltune.score.base import Metric
 
 
 class EditBudgetConfig(BaseModel):
@@ -71,9 +72,7 @@ class TrainConfig(BaseModel):
         description="Gate option key=value (repeatable): max_reps, min_effect, futility_confidence, rho.",
         json_schema_extra=_cli("--gate-opt"),
     )
-    metric: Literal["hard", "soft", "mixed"] = Field(
-        default="mixed", description="The score the gate compares."
-    )
+    metric: Metric = Field(default="mixed", description="The score the gate compares.")
     alpha: float = Field(
         default=0.05,
         gt=0.0,

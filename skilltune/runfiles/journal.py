@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from skilltune.runfiles.base import SCHEMA_VERSION, RunFileError, upgrade
+from skilltune.validation import field_problems
 
 
 class _Event(BaseModel):
@@ -86,9 +87,7 @@ def parse_event(raw: Any, what: str) -> JournalEvent:
     try:
         return _JOURNAL_EVENT.validate_python(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise RunFileError(f"{what}: not a journal event ({where}: {first['msg']})") from None
+        raise RunFileError(f"{what}: not a journal event ({field_problems(exc, limit=1)[0]})") from None
 
 
 def active_seconds(journal: Iterable[JournalEvent]) -> float:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from skilltune.runfiles.base import Migration, RunFile
-from skilltune.score.base import Score, ScoringUsage
+from skilltune.score.base import Metric, Score, ScoringUsage
 
 Phase = Literal["train", "screen", "gate", "test", "eval"]
 RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed", "unscored"]
@@ -109,7 +109,7 @@ class ArmResult(BaseModel):
     statuses: dict[str, int]
     per_task: dict[str, list[float | None]]
 
-    def metric(self, name: str) -> float | None:
+    def metric(self, name: Metric) -> float | None:
         """The arm's score on ``name`` (hard, soft or mixed)."""
         return {"hard": self.hard_acc, "soft": self.soft_acc}.get(name, self.mixed)
 
@@ -131,7 +131,7 @@ class Comparison(RunFile):
     split: str
     agent: str
     reps: int
-    metric: str
+    metric: Metric
     contract: str | None
     contaminated: bool
     arms: dict[str, ArmResult]

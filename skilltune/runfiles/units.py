@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_serializer, field_validator
 
 from skilltune.proposal import DroppedEdit, Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
+from skilltune.score.base import Metric
 
 
 def _calls_without_cost(raw: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +67,124 @@ class Pair(BaseModel):
     incumbent: float | None
 
 
+class Figures(BaseModel):
+    """A gate round's figures as the report shows them (None: the gate has no such figure).
+    ``gain``: the mean paired gain, candidate - incumbent; ``se`` its standard error; ``t`` the
+    test statistic; ``bound`` the t bound an accept must pass; ``upper`` the futility upper bound
+    on the gain; ``p``, ``crossed``, ``budget``: the sign-flip test's look."""
+
+    gain: float | None = None
+    se: float | None = None
+    t: float | None = None
+    bound: float | None = None
+    upper: float | None = None
+    p: float | None = None
+    crossed: int | None = None
+    budget: int | None = None
+
+
+class StrictStatistic(BaseModel):
+    """The strict gate's one pass: the mean paired difference over the tasks both arms scored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean_diff: float
+
+    def figures(self) -> Figures:
+        return Figures(gain=self.mean_diff)
+
+
+class PairedZStatistic(BaseModel):
+    """The paired-z gate's one pass: the mean paired difference, its standard error and their
+    ratio (None when the differences do not vary)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean_diff: float
+    se: float
+    z: float | None
+
+    def figures(self) -> Figures:
+        return Figures(gain=self.mean_diff, se=self.se, t=self.z)
+
+
+class SignFlipStatistic(BaseModel):
+    """The sequential gate's look (``stats.SequentialTest.look``): ``tasks`` scored by both arms,
+    ``nonzero`` of them with a gain, their mean and sd, the look's p-value, how many reference
+    sign vectors have ``crossed`` out of the look's ``budget`` (of ``reference``), and the
+    futility upper bound."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float
+    tasks: int
+    nonzero: int
+    mean_gain: float
+    sd: float | None
+    p: float
+    crossed: int
+    budget: int
+    reference: int
+    upper: float | None
+
+    def figures(self) -> Figures:
+        se = None if self.sd is None or self.tasks < 2 else self.sd / self.tasks**0.5
+        return Figures(
+            gain=self.mean_gain, se=se, upper=self.upper, p=self.p, crossed=self.crossed, budget=self.budget
+        )
+
+
+class ReplicateTStatistic(BaseModel):
+    """The per-(task, replicate) t test's look (run schema <= 5; read, never written): the gain's
+    t statistic against its bound. Its files varied over versions, so every figure but the bound
+    may be missing, and keys it no longer names are kept as they were."""
+
+    model_config = ConfigDict(extra="allow")
+
+    alpha: float | None = None
+    n: int | None = None
+    mean_gain: float | None = None
+    se: float | None = None
+    t: float | None = None
+    bound_t: float
+    upper: float | None = None
+
+    def figures(self) -> Figures:
+        return Figures(gain=self.mean_gain, se=self.se, t=self.t, bound=self.bound_t, upper=self.upper)
+
+
+def _statistic_kind(raw: Any) -> str | None:
+    # gate.json does not name the statistic's kind: each kind has a key no other kind holds.
+    if isinstance(raw, BaseModel):
+        return _KINDS.get(type(raw))
+    keys = set(raw) if isinstance(raw, dict) else set()
+    for key, kind in (
+        ("bound_t", "replicate-t"),
+        ("crossed", "signflip"),
+        ("z", "paired-z"),
+        ("mean_diff", "strict"),
+    ):
+        if key in keys:
+            return kind
+    return None
+
+
+_KINDS: dict[type[BaseModel], str] = {
+    StrictStatistic: "strict",
+    PairedZStatistic: "paired-z",
+    SignFlipStatistic: "signflip",
+    ReplicateTStatistic: "replicate-t",
+}
+
+Statistic = Annotated[
+    Annotated[StrictStatistic, Tag("strict")]
+    | Annotated[PairedZStatistic, Tag("paired-z")]
+    | Annotated[SignFlipStatistic, Tag("signflip")]
+    | Annotated[ReplicateTStatistic, Tag("replicate-t")],
+    Discriminator(_statistic_kind),
+]
+
+
 class Round(BaseModel):
     """A gate round. ``rollouts`` were run for it; ``reused`` incumbent rollouts came from
     earlier decisions of the same incumbent (never the decision that accepted it)."""
@@ -77,8 +196,18 @@ class Round(BaseModel):
     n_pairs: int
     rollouts: int
     reused: int = 0
-    statistic: dict[str, Any] = Field(default_factory=dict)
+    statistic: Statistic | None = None  # None: the round decided nothing (contaminated, no pairs)
     pairs: list[Pair] = Field(default_factory=list)
+
+    @field_validator("statistic", mode="before")
+    @classmethod
+    def _nothing_recorded(cls, value: Any) -> Any:
+        return None if value == {} else value
+
+    @field_serializer("statistic")
+    def _as_written(self, value: BaseModel | None) -> dict[str, Any]:
+        # gate.json keeps its shape: the keys the statistic was given, {} when there is none
+        return {} if value is None else value.model_dump(mode="json", exclude_unset=True)
 
 
 def _replicate_t_verdict(raw: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +239,7 @@ class Verdict(RunFile):
 
     decision: Decision
     reason: str
-    metric: str
+    metric: Metric
     val_candidate: float | None
     val_incumbent: float | None
     rounds: list[Round]
@@ -154,7 +283,7 @@ class UnitRecord(RunFile):
     verdict: Literal["keep", "discard"]
     decision: str
     reason: str
-    metric: str
+    metric: Metric
     val_candidate: float | None = None
     val_incumbent: float | None = None
     alpha: float | None = None  # set when a gate decided the unit

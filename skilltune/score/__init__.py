@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from skilltune.score.base import (
+    METRICS,
     SCORE_SCHEMA_VERSION,
+    Metric,
     OpenFields,
     Score,
     Scored,
     Scorer,
     ScoringFields,
     ScoringUsage,
+    as_metric,
     make_score,
     require_same_contract,
     score_from_mapping,
@@ -17,13 +20,16 @@ from skilltune.score.base import (
 from skilltune.score.registry import register_scorer, scorer_class, scoring_modes
 
 __all__ = [
+    "METRICS",
     "SCORE_SCHEMA_VERSION",
+    "Metric",
     "OpenFields",
     "Score",
     "Scored",
     "Scorer",
     "ScoringFields",
     "ScoringUsage",
+    "as_metric",
     "make_score",
     "register_scorer",
     "require_same_contract",

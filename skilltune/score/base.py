@@ -7,11 +7,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skilltune.errors import ContractMismatchError, ScoringError
+from skilltune.errors import ContractMismatchError, ScoringError, UsageError
+from skilltune.validation import field_problems
 
 # score imports nothing of skilltune.suite at run time (these names are annotations only): the suite
 # asks the scorer registry, so the dependency runs one way, suite -> score.
@@ -24,6 +25,19 @@ if TYPE_CHECKING:
 # version 1 reads with none).
 SCORE_SCHEMA_VERSION = 2
 FEEDBACK_LIMIT = 4000  # characters of feedback a score keeps
+
+# The gate metric: which of a Score's three figures a command compares.
+Metric = Literal["hard", "soft", "mixed"]
+METRICS: tuple[Metric, ...] = get_args(Metric)
+
+
+def as_metric(name: str) -> Metric:
+    """``name`` as a Metric, or a UsageError saying which names there are (the Python API's edge:
+    the CLI and the config files check their choices themselves)."""
+    for metric in METRICS:
+        if name == metric:
+            return metric
+    raise UsageError(f"unknown metric {name!r}: use hard, soft or mixed")
 
 
 class Score(BaseModel):
@@ -44,10 +58,8 @@ class Score(BaseModel):
     contract: str
     feedback: str = ""
 
-    def metric(self, name: str) -> float:
-        if name not in ("hard", "soft", "mixed"):
-            raise ValueError(f"unknown metric {name!r}: use hard, soft or mixed")
-        return float(getattr(self, name))
+    def metric(self, name: Metric) -> float:
+        return float(getattr(self, as_metric(name)))
 
     def file_json(self) -> dict[str, Any]:
         """The score.json object: ``{schema_version, hard, soft, mixed, checks, contract, feedback}``."""
@@ -242,9 +254,7 @@ class Scorer(ABC):
         try:
             return self.parse_fields({k: v for k, v in task.scoring.items() if k not in unknown})
         except ValidationError as exc:
-            where = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'scoring'}: {e['msg']}" for e in exc.errors()
-            )
+            where = "; ".join(field_problems(exc, top="scoring"))
             raise ScoringError(f"task {task.id}: invalid {self.mode} fields ({where})") from None
 
     @abstractmethod

@@ -55,8 +55,18 @@ def paired_differences(a: Mapping[str, float], b: Mapping[str, float]) -> list[f
     return [b[t] - a[t] for t in sorted(set(a) & set(b))]
 
 
-def _sd(values: Sequence[float], centre: float) -> float:
-    return math.sqrt(math.fsum((x - centre) ** 2 for x in values) / (len(values) - 1))
+def sample_variance(values: Sequence[float]) -> float:
+    """The unbiased sample variance (n - 1 in the denominator), 0.0 below two values. The one
+    place skilltune computes it: every sd and variance it reports (tasks, gates, the judge)."""
+    if len(values) < 2:
+        return 0.0
+    centre = mean(values)
+    return math.fsum((x - centre) ** 2 for x in values) / (len(values) - 1)
+
+
+def sample_sd(values: Sequence[float]) -> float:
+    """The sample standard deviation: the square root of ``sample_variance``."""
+    return math.sqrt(sample_variance(values))
 
 
 def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
@@ -67,7 +77,7 @@ def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
     d = mean(diffs)
     if n < 2:
         return PairedResult(n, d, None, None, None)
-    se = _sd(diffs, d) / math.sqrt(n)
+    se = sample_sd(diffs) / math.sqrt(n)
     if se <= ZERO * max(1.0, abs(d)):
         # Every task moved by exactly the same amount: no sampling uncertainty left to report.
         p = 1.0 if d == 0 else 0.0
@@ -78,6 +88,21 @@ def paired_t(diffs: Sequence[float], confidence: float = 0.95) -> PairedResult:
     t = d / se
     p = float(2 * sps.t.sf(abs(t), n - 1))
     return PairedResult(n, d, se, (d - q * se, d + q * se), p)
+
+
+def p_below_zero(diffs: Sequence[float]) -> float | None:
+    """The one-sided p-value that the mean of ``diffs`` is below 0: scipy's one-sample t-test
+    (``alternative="less"``); None below two differences. Differences all equal leave the
+    t-test nothing to measure: 0 when they are negative, 1 when positive, 0.5 when zero."""
+    n = len(diffs)
+    if n < 2:
+        return None
+    d = mean(diffs)
+    if sample_sd(diffs) / math.sqrt(n) <= ZERO * max(1.0, abs(d)):
+        return 0.0 if d < 0 else 1.0 if d > 0 else 0.5
+    from scipy import stats as sps
+
+    return float(sps.ttest_1samp(diffs, 0.0, alternative="less").pvalue)
 
 
 # --- the sequential sign-flip test ---------------------------------------------------------------
@@ -96,7 +121,7 @@ def upper_bound(diffs: Sequence[float], confidence: float) -> float:
     if n < 2:
         return math.inf
     d = mean(diffs)
-    sd = _sd(diffs, d)
+    sd = sample_sd(diffs)
     if sd <= ZERO * max(1.0, abs(d)):
         return d
     return d + _t_isf(1 - confidence, n - 1) * sd / math.sqrt(n)
@@ -168,7 +193,7 @@ class SequentialTest:
             "tasks": n,
             "nonzero": int(np.count_nonzero(q)),
             "mean_gain": round(gain, 6),
-            "sd": None if n < 2 else round(_sd(scored, gain), 6),
+            "sd": None if n < 2 else round(sample_sd(scored), 6),
             "p": float(f"{p_value(q):.6g}"),
             "crossed": self.crossings.count,
             "budget": self.budgets[k],

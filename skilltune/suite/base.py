@@ -21,6 +21,7 @@ from skilltune.score.registry import scorer_class
 from skilltune.store import canonical_json, iter_tree
 from skilltune.suite.judge import JudgeSettings, contract_overrides, judge_settings
 from skilltune.suite.model import SPLITS, SuiteConfig, SuiteOptions, Task
+from skilltune.validation import field_problems
 
 # Task fields the judge reads beside ``scoring`` (skill-trainer's places): part of the contract.
 JUDGE_TASK_FIELDS = ("reference", "reference_text", "judge_inputs")
@@ -93,9 +94,7 @@ class Suite(ABC):
             try:
                 judge_settings(self.config.judge, options.judge_options)
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'judge'}: {e['msg']}" for e in exc.errors()
-                )
+                problems = "; ".join(field_problems(exc, top="judge"))
                 raise UsageError(f"--judge-opt: {problems}") from None
         self.options = options
         return self

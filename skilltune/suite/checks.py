@@ -6,53 +6,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from skilltune.suite.model import SUITE_ROOT, Task, safe_id
+from skilltune.validation import field_problems
 
-# Errors whose text a validator wrote for the user: shown as they are.
-_OWN_MESSAGE = ("value_error", "assertion_error")
-_SHOWN_CHARS = 60
-
-
-def field_messages(
-    error: ValidationError, model: type[BaseModel], raw: Mapping[str, Any], owner: str | None = None
-) -> list[str]:
-    """One message per field ``model`` refused in ``raw``, each naming the field and what it must hold.
-
-    The wording comes from the model: a field's ``description`` is what it must
-    hold, a validator's ``ValueError`` is shown as written. ``owner`` ("exact
-    mode") names who asks for the fields; a missing one then reads "exact mode
-    needs 'expected'" instead of "missing 'expected'". Repeats are dropped.
-    """
-    declared = {info.alias or name: info for name, info in model.model_fields.items()}
-    messages: list[str] = []
-    for err in error.errors():
-        name = str(err["loc"][0]) if err["loc"] else ""
-        what = declared[name].description if name in declared else None
-        if err["type"] == "missing":
-            message = f"{owner} needs {name!r}" if owner else f"missing {name!r}"
-            message += f" ({what})" if what else ""
-        elif err["type"] == "extra_forbidden":
-            known = ", ".join(sorted(declared)) or "none"
-            message = (
-                f"{owner or 'the object'} has no field {name!r} (its fields: {known}): fix the spelling "
-                "or remove it; data for backends belongs in the task object, beside 'scoring'"
-            )
-        elif err["type"] in _OWN_MESSAGE and "error" in err.get("ctx", {}):
-            message = str(err["ctx"]["error"])
-        elif what:
-            message = f"{name!r} must be {what} (got {_shown(raw.get(name))})"
-        else:
-            message = f"{name!r}: {err['msg']} (got {_shown(raw.get(name))})"
-        if message not in messages:
-            messages.append(message)
-    return messages
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+# The fix for a key a task's model does not declare.
+BESIDE_SCORING = (
+    "fix the spelling or remove it; data for backends belongs in the task object, beside 'scoring'"
+)
 
 
 def claim_id(task_id: str, where: str, seen: dict[str, str]) -> str | None:
@@ -90,7 +52,7 @@ def check_task(
     try:
         task = Task.model_validate({**obj, "split": split}, context=context)
     except ValidationError as exc:
-        messages = field_messages(exc, Task, obj)
+        messages = field_problems(exc, model=Task, raw=obj, described=True, unknown_hint=BESIDE_SCORING)
         id_refused = any(err["loc"][:1] == ("id",) for err in exc.errors())
     if not id_refused:
         taken = claim_id(str(obj["id"]), where, seen)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from skilltune.suite.judge import JudgeSettings
 from skilltune.suite.model import Problem, SuiteConfig, Task
+from skilltune.validation import field_problems
 
 _SKILL_TRAINER_PASS_THRESHOLD = 0.7
 
@@ -40,15 +41,7 @@ def check_judge_block(block: Any, file: str, line: int) -> list[Problem]:
     try:
         JudgeSettings.model_validate({k: v for k, v in block.items() if k in known})
     except ValidationError as exc:
-        for err in exc.errors():
-            name = str(err["loc"][0]) if err["loc"] else ""
-            info = JudgeSettings.model_fields.get(name)
-            if err["type"] in ("value_error", "assertion_error") and "error" in err.get("ctx", {}):
-                message = str(err["ctx"]["error"])
-            elif info is not None and info.description:
-                message = f"config judge.{name} must be {info.description} (got {err.get('input')!r})"
-            else:
-                message = f"config judge.{name}: {err['msg']} (got {err.get('input')!r})"
+        for message in field_problems(exc, model=JudgeSettings, noun="config judge", described=True):
             problems.append(Problem(file=file, line=line, message=message))
     return problems
 

@@ -19,9 +19,10 @@ from pydantic import ValidationError
 from skilltune.score.registry import scorer_class, scoring_modes
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
-from skilltune.suite.checks import check_task, field_messages
+from skilltune.suite.checks import BESIDE_SCORING, check_task
 from skilltune.suite.compat import check_judge_block, check_suites, departures
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
+from skilltune.validation import field_problem, field_problems
 
 CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
 _FENCE_OPEN = re.compile(r"^\s*```json\s*$")
@@ -108,12 +109,11 @@ def parse_config(scoring_md: Path, problems: list[Problem]) -> SuiteConfig | Non
         config = SuiteConfig.model_validate(raw)
     except ValidationError as exc:
         for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "config"
             problems.append(
                 Problem(
                     file=str(scoring_md),
                     line=_key_line(lines, start, end, str(err["loc"][0]) if err["loc"] else ""),
-                    message=f"config {key}: {err['msg']} (got {err.get('input')!r})",
+                    message=field_problem(err, model=SuiteConfig, noun="config", top="config"),
                 )
             )
         if isinstance(mode, str) and not bad_mode:  # the tasks are still checked against it
@@ -259,7 +259,15 @@ def scoring_problems(
         cls.parse_fields(known)
     except ValidationError as exc:
         fields = {k: v for k, v in known.items() if k != "mode"}
-        return field_messages(exc, cls.Fields, fields, owner=f"{mode} mode"), warnings
+        problems = field_problems(
+            exc,
+            model=cls.Fields,
+            raw=fields,
+            owner=f"{mode} mode",
+            described=True,
+            unknown_hint=BESIDE_SCORING,
+        )
+        return problems, warnings
     errors = cls.check_fields(known, root)
     if task is not None:
         errors += cls.check_task(task, root)

@@ -28,6 +28,7 @@ from skilltune.store import iter_tree
 from skilltune.suite.base import Suite, load_module
 from skilltune.suite.checks import check_task
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
+from skilltune.validation import field_problems
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
@@ -141,9 +142,8 @@ def read_python_suite(path: Path) -> tuple[PythonSuite | None, list[Problem]]:
         try:
             config = SuiteConfig.model_validate(raw_config)
         except ValidationError as exc:
-            for err in exc.errors():
-                key = ".".join(str(p) for p in err["loc"]) or "CONFIG"
-                problems.append(Problem(file=where, message=f"CONFIG {key}: {err['msg']}"))
+            for message in field_problems(exc, model=SuiteConfig, noun="CONFIG", top="CONFIG"):
+                problems.append(Problem(file=where, message=message))
     if problems:
         return None, problems
 

@@ -18,7 +18,7 @@ from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.progress import PlainReporter, Reporter
 from skilltune.rollout.runner import RetryPolicy
-from skilltune.rundir import RunDir
+from skilltune.rundir import RunDir, Terminal, TerminalState
 from skilltune.runfiles import AuditFile, Comparison, Resumed, RunConfigFile, RunStart, SeedFile
 from skilltune.skill import lint_candidate, load_skill
 from skilltune.store import write_text
@@ -29,10 +29,13 @@ from skilltune.training.context import RunContext, Setup
 from skilltune.training.loop import execute
 from skilltune.training.units import best_val, finished, incumbent, load_seed
 
+# A run that ended so is over: resume refuses it (the others continue).
+FINISHED: tuple[TerminalState, ...] = ("success", "no-progress")
+
 
 class TrainResult(BaseModel):
     run_dir: str
-    state: str
+    state: TerminalState
     reason: str
     seed_val: float | None
     best_val: float | None
@@ -46,7 +49,8 @@ class TrainResult(BaseModel):
 
 def _result(ctx: RunContext) -> TrainResult:
     done = finished(ctx.run, ctx.order)
-    state, reason = ctx.run.terminal() or ("", "")
+    # execute() writes TERMINAL on every ending it returns from
+    state, reason = ctx.run.terminal() or Terminal("crash", "the session wrote no TERMINAL line")
     comparison = Comparison.read(ctx.run.comparison) if ctx.run.comparison.is_file() else None
     audit = AuditFile.read(ctx.run.audit) if ctx.run.audit.is_file() else None
     return TrainResult(
@@ -199,9 +203,9 @@ def resume(
     if not run.config.is_file():
         raise UsageError(f"{run_dir}: not a skilltune run directory (no config.json)")
     terminal = run.terminal()
-    if terminal is not None and terminal[0] in ("success", "no-progress"):
+    if terminal is not None and terminal.state in FINISHED:
         raise UsageError(
-            f"{run_dir} already ended ({terminal[0]}: {terminal[1]}); train a new tag to go further"
+            f"{run_dir} already ended ({terminal.state}: {terminal.reason}); train a new tag to go further"
         )
     run.check_files()
     stored = RunConfigFile.read(run.config)

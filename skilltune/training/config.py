@@ -18,6 +18,7 @@ from skilltune.errors import UsageError
 from skilltune.runfiles import RunConfigFile, TrainConfig
 from skilltune.runfiles.config import setting_flags
 from skilltune.store import REDACTED, redact
+from skilltune.validation import field_problems
 
 # Settings a resume may change: none of them can change what the run decides.
 MAY_CHANGE_ON_RESUME = frozenset(
@@ -34,11 +35,7 @@ def make_config(**settings: Any) -> TrainConfig:
     try:
         return TrainConfig(**settings)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"])
-            hint = f" (got {err['input']!r})" if err["type"] != "extra_forbidden" else ""
-            lines.append(f"{key}: {err['msg']}{hint}")
+        lines = field_problems(exc, model=TrainConfig)
         raise UsageError("invalid training settings:\n  " + "\n  ".join(lines)) from None
 
 

@@ -14,6 +14,7 @@ from skilltune.measure.compare import build_comparison
 from skilltune.review.audit import audit_history
 from skilltune.review.findings import record_findings
 from skilltune.review.lineage import History
+from skilltune.rundir import TerminalState
 from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.textfmt import count, fmt
@@ -48,7 +49,7 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
             f"; test {comparison.metric} S0 {fmt(arms['S0'].mixed)} -> best {fmt(arms['best'].mixed)}"
             f" ({pair.verdict})"
         )
-    state = "success"
+    state: TerminalState = "success"
     if stopped_early:
         state, reason = "no-progress", f"{ctx.config.patience} discards in a row after {reason}"
     review(ctx, state, reason)
@@ -75,7 +76,7 @@ def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
     return comparison
 
 
-def review(ctx: RunContext, state: str, reason: str) -> None:
+def review(ctx: RunContext, state: TerminalState, reason: str) -> None:
     """audit.json, then the findings entry (RUNDIR/findings.md and the --findings file).
 
     Neither changes how the run ended: a finding is printed as a warning, and a failure here

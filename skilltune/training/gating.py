@@ -21,6 +21,7 @@ from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
 from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
+from skilltune.score.base import Metric
 from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task, safe_id
@@ -41,7 +42,7 @@ class Draft:
     step: int
     epoch: int
     parent: str
-    metric: str
+    metric: Metric
     edits: list[str] = field(default_factory=list)
     edit_texts: list[str] = field(default_factory=list)
 
@@ -185,7 +186,7 @@ class ValSampler:
             [r for r in gated if r.candidate == self.incumbent.hash],
         )
 
-    def secondary(self, verdict: Verdict, metric: str) -> Verdict:
+    def secondary(self, verdict: Verdict, metric: Metric) -> Verdict:
         """The verdict after the secondary suite's regression test (none named: unchanged)."""
         name = self.rollouts.suite.config.secondary_suite
         if name is None or not self.held:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from skilltune.rollout.runner import per_task_scores
 from skilltune.runfiles import RolloutRecord, SecondaryCheck, Verdict
+from skilltune.score.base import Metric
 from skilltune.suite import Suite, Task
 
 DEFAULT_SUITE = "primary"  # skill-trainer's name for a task that names no suite
@@ -37,22 +38,23 @@ def gated_ids(suite: Suite, tasks: list[Task]) -> set[str]:
 
 
 def regression_test(
-    suite_name: str, candidate: list[RolloutRecord], incumbent: list[RolloutRecord], metric: str, alpha: float
+    suite_name: str,
+    candidate: list[RolloutRecord],
+    incumbent: list[RolloutRecord],
+    metric: Metric,
+    alpha: float,
 ) -> SecondaryCheck:
-    from skilltune.stats import paired_differences, paired_t, task_means
+    from skilltune.stats import mean, p_below_zero, paired_differences, task_means
 
     diffs = paired_differences(
         task_means(per_task_scores(incumbent, metric)), task_means(per_task_scores(candidate, metric))
     )
-    result = paired_t(diffs)
-    one_sided = None
-    if result.p_value is not None:
-        one_sided = result.p_value / 2 if result.diff < 0 else 1 - result.p_value / 2
+    one_sided = p_below_zero(diffs)
     return SecondaryCheck(
         suite=suite_name,
         alpha=alpha,
-        n_tasks=result.n,
-        mean_diff=round(result.diff, 6) if result.n else None,
+        n_tasks=len(diffs),
+        mean_diff=round(mean(diffs), 6) if diffs else None,
         p_value=None if one_sided is None else round(one_sided, 6),
         regression=one_sided is not None and one_sided < alpha,
     )
