@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from skilltune.agents import AgentStatus
 from skilltune.agents.base import AgentRequest
 from skilltune.agents.claude import ClaudeAgent, interpret_stream
-from skilltune.agents.cli import CLIBackend, CLIOptions, Failure
+from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions
 from skilltune.agents.codex import CodexAgent
 from skilltune.agents.copilot import CopilotAgent
 from skilltune.agents.cursor import CursorAgent
@@ -353,7 +353,7 @@ def test_toml_settings_round_trip() -> None:
 
 # --- outcomes ---------------------------------------------------------------------------------------
 def test_the_failure_status_is_typed_as_an_agent_status() -> None:
-    hints = get_type_hints(Failure)
+    hints = get_type_hints(CLIFailure)
     assert set(get_args(hints["status"])) == {"infra_error", "task_failed"} <= set(get_args(AgentStatus))
     assert hints["reason"] is str
 
@@ -374,19 +374,19 @@ def test_failure_status_tells_infrastructure_from_the_tasks_own_failure(
     text: str, saw_model_turn: bool, status: str
 ) -> None:
     found = CLIBackend.failure_status(text, saw_model_turn)
-    assert isinstance(found, Failure) and found.status == status
+    assert isinstance(found, CLIFailure) and found.status == status
     assert text.strip()[:50] in found.reason
 
 
 def test_backends_own_classifiers_return_the_same_type() -> None:
-    assert QwenAgent.classify("503 Service Unavailable", saw_model_turn=True) == Failure(
+    assert QwenAgent.classify("503 Service Unavailable", saw_model_turn=True) == CLIFailure(
         "infra_error", "API error 503 Service Unavailable"
     )
     assert QwenAgent.classify("400 bad request", saw_model_turn=True).status == "task_failed"
     assert CodexAgent.classify("stream disconnected before completion", saw_model_turn=True).status == (
         "infra_error"
     )
-    assert CodexAgent.classify("apply_patch verification failed", saw_model_turn=True) == Failure(
+    assert CodexAgent.classify("apply_patch verification failed", saw_model_turn=True) == CLIFailure(
         "task_failed", "apply_patch verification failed"
     )
 

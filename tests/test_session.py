@@ -23,7 +23,8 @@ from tests.helpers import MOCK_SKILL, MOCK_SUITE, write_skill
 
 def test_settings_refuse_an_unknown_keyword_by_name_and_keep_what_was_given() -> None:
     with pytest.raises(
-        UsageError, match=r"unknown setting 'wokers' \(known: agent, agent_options, cache, executor_kind, fresh"
+        UsageError,
+        match=r"unknown setting 'wokers' \(known: agent, agent_options, cache, executor_kind, fresh",
     ):
         RolloutSettings.of(wokers=2)
     with pytest.raises(UsageError, match="setting workers: Input should be greater than or equal to 1"):

@@ -18,7 +18,7 @@ it. This module does the rest the same way for all of them:
   when its output stalls;
 - outcomes: an HTTP 429/529/503, auth, quota or network failure, or a crash before
   the first model turn is ``infra_error`` (retried, never scored), never a task
-  failure (``failure_status``, a typed ``Failure``).
+  failure (``failure_status``, a typed ``CLIFailure``).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class CLIOptions(AgentOptions):
 CLIOptionsT = TypeVar("CLIOptionsT", bound=CLIOptions, default=Any)
 
 
-class Failure(NamedTuple):
+class CLIFailure(NamedTuple):
     """How a run that ended in an error counts, and why: ``infra_error`` (the endpoint's or the
     machine's fault: retried, never scored) or ``task_failed`` (the agent's own failure: scored
     as it stands)."""
@@ -364,12 +364,14 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
         return {"tools": []} if self.tool_restriction is not None else {}
 
     @staticmethod
-    def failure_status(text: str, saw_model_turn: bool) -> Failure:
+    def failure_status(text: str, saw_model_turn: bool) -> CLIFailure:
         """How a run that ended in error ``text`` counts: infra (an infra-looking message, or no
         model turn yet) or the task's own failure."""
         reason = infra_reason(text)
         if reason is not None:
-            return Failure("infra_error", f"{reason}: {text.strip()[:300]}")
+            return CLIFailure("infra_error", f"{reason}: {text.strip()[:300]}")
         if not saw_model_turn:
-            return Failure("infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}")
-        return Failure("task_failed", text.strip()[:300])
+            return CLIFailure(
+                "infra_error", f"the CLI failed before the first model turn: {text.strip()[:300]}"
+            )
+        return CLIFailure("task_failed", text.strip()[:300])

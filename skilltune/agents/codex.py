@@ -54,7 +54,7 @@ from skilltune.agents.base import (
     BackendCheck,
     Message,
 )
-from skilltune.agents.cli import CLIBackend, CLIOptions, Failure
+from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions
 from skilltune.agents.home import UserFile
 from skilltune.agents.transcript import clip
 from skilltune.process import ProcessOutcome
@@ -308,11 +308,11 @@ class CodexAgent(CLIBackend[CodexOptions]):
         return result
 
     @classmethod
-    def classify(cls, text: str, saw_model_turn: bool) -> Failure:
+    def classify(cls, text: str, saw_model_turn: bool) -> CLIFailure:
         """How a failed codex run counts: by codex's own wording first, then by the shared rules."""
         for reason, pattern in _CODEX_INFRA:
             if pattern.search(text):
-                return Failure("infra_error", f"{reason}: {text.strip()[:300]}")
+                return CLIFailure("infra_error", f"{reason}: {text.strip()[:300]}")
         return cls.failure_status(text, saw_model_turn)
 
 

@@ -75,7 +75,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, NonNegativeInt
 
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
-from skilltune.agents.cli import CLIBackend, CLIOptions, Failure, infra_http_status, too_long_for_argv
+from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 from skilltune.errors import UsageError
@@ -368,9 +368,9 @@ class QwenAgent(CLIBackend[QwenOptions]):
         return found
 
     @classmethod
-    def classify(cls, text: str, saw_model_turn: bool) -> Failure:
+    def classify(cls, text: str, saw_model_turn: bool) -> CLIFailure:
         """How a failed qwen run counts: by the HTTP status it starts with, then by the shared rules."""
         found = _STATUS.match(text.strip())
         if found and infra_http_status(int(found.group(1))):
-            return Failure("infra_error", f"API error {text.strip()[:300]}")
+            return CLIFailure("infra_error", f"API error {text.strip()[:300]}")
         return cls.failure_status(text, saw_model_turn)
