@@ -100,8 +100,8 @@ exec("from skilltune import *", namespace)
 print(json.dumps({
     "light": light,
     "same": same,
-    "functions": [callable(skilltune.measure.compare), callable(skilltune.measure.evaluate),
-                  callable(skilltune.measure.smoke), callable(skilltune.training)],
+    "functions": [callable(skilltune.compare), callable(skilltune.evaluate),
+                  callable(skilltune.smoke), callable(skilltune.train)],
     "star": sorted(k for k in namespace if k != "__builtins__"),
     "all": sorted(skilltune.__all__),
     "dir_has_all": set(skilltune.__all__) <= set(dir(skilltune)),

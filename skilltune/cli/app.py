@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from skilltune.runfiles import RolloutRecord
+    from skilltune.session import RolloutSettings
 
 
 def reflow(text: str | None) -> str | None:
@@ -129,6 +130,25 @@ def show_warning(
         err.print(f"[yellow]warning:[/yellow] {message}", markup=True)
     else:
         _show_other(message, category, filename, lineno, *args, **kwargs)
+
+
+def rollout_settings(
+    agent: str,
+    agent_opt: list[str] | None,
+    seed: int,
+    workers: int,
+    cache: Path | None,
+    fresh: bool,
+    executor: str,
+    ray_address: str | None,
+) -> RolloutSettings:
+    """The rollout settings ``run``, ``compare`` and ``calibrate`` take from the same flags."""
+    from skilltune.session import RolloutSettings
+
+    return RolloutSettings(
+        agent=agent, agent_options=parse_agent_opts(agent_opt), seed=seed, workers=workers, cache=cache,
+        fresh=fresh, executor_kind=executor, ray_address=ray_address,
+    )  # fmt: skip
 
 
 def parse_agent_opts(pairs: list[str] | None, flag: str = "--agent-opt") -> dict[str, Any]:

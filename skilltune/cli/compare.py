@@ -28,6 +28,7 @@ from skilltune.cli.app import (
     out,
     parse_agent_opts,
     progress_bar,
+    rollout_settings,
 )
 from skilltune.errors import UsageError
 from skilltune.score.base import Metric
@@ -119,23 +120,10 @@ def compare(
     target = out_dir or Path("runs") / f"compare-{split}-s{seed}"
     with progress_bar(quiet) as report:
         comparison = skilltune_compare(
-            loaded,
-            candidates,
-            agent=agent,
-            split=split,
-            reps=reps,
-            seed=seed,
-            workers=workers,
-            metric=metric,
-            out=target,
-            agent_options=parse_agent_opts(agent_opt),
-            force=force,
+            loaded, candidates, split=split, reps=reps, metric=metric, out=target, force=force,
             on_record=report,
-            cache=cache,
-            fresh=fresh,
-            executor_kind=executor,
-            ray_address=ray_address,
-        )
+            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address),
+        )  # fmt: skip
     print_comparison(comparison)
     phase = "test" if split == "test" else "eval"
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")

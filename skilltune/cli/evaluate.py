@@ -29,6 +29,7 @@ from skilltune.cli.app import (
     out,
     parse_agent_opts,
     progress_bar,
+    rollout_settings,
 )
 from skilltune.errors import SkilltuneError, UsageError
 from skilltune.score.base import Metric
@@ -114,22 +115,9 @@ def run(
     target = out_dir or Path("runs") / f"eval-{name}-{split}-s{seed}"
     with progress_bar(quiet) as report:
         summary = evaluate(
-            loaded,
-            candidate,
-            agent=agent,
-            split=split,
-            reps=reps,
-            seed=seed,
-            workers=workers,
-            out=target,
-            agent_options=parse_agent_opts(agent_opt),
-            force=force,
-            on_record=report,
-            cache=cache,
-            fresh=fresh,
-            executor_kind=executor,
-            ray_address=ray_address,
-        )
+            loaded, candidate, split=split, reps=reps, out=target, force=force, on_record=report,
+            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address),
+        )  # fmt: skip
     print_summary(summary)
     out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
 
@@ -301,9 +289,8 @@ def calibrate(
     candidate = load_skill(skill) if skill is not None else None
     target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
     result = skilltune_calibrate(
-        loaded, candidate, agent=agent, split=split, reps=reps, seed=seed, workers=workers, metric=metric,
-        out=target, agent_options=parse_agent_opts(agent_opt), force=force, cache=cache, fresh=fresh,
-        executor_kind=executor, ray_address=ray_address,
+        loaded, candidate, split=split, reps=reps, metric=metric, out=target, force=force,
+        settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address),
     )  # fmt: skip
     table = Table(
         title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"
