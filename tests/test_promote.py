@@ -55,7 +55,10 @@ class AppendingProposer(MockProposer):
         texts = {1: IMPACT, 2: OWNERS}
         if packet.step not in texts:
             return Proposal(edits=[])
-        return Proposal(edits=[Edit(op="append", file=packet.skill_main, text=texts[packet.step])])
+        support = [t.id for t in packet.failures[:1]]  # an edit citing no trajectory is dropped
+        return Proposal(
+            edits=[Edit(op="append", file=packet.skill_main, text=texts[packet.step], support=support)]
+        )
 
 
 @pytest.fixture(scope="module")
