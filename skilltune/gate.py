@@ -22,11 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypeVar
 
 from skilltune.errors import UsageError
+from skilltune.metric import Metric, as_metric
 from skilltune.plugins import Registry
 from skilltune.rollout.runner import per_task_scores
 from skilltune.runfiles import UNDECIDED, Decision, Pair, RolloutRecord, Round, Verdict
 from skilltune.runfiles.units import PairedZStatistic, SignFlipStatistic, StrictStatistic
-from skilltune.score.base import Metric, as_metric
 from skilltune.stats import SequentialTest, mean, paired_differences, sample_sd, task_means, tasks_to_accept
 from skilltune.stats.alpha import Policy, RunAlpha
 from skilltune.validation import field_problems

@@ -13,8 +13,9 @@ import pytest
 
 from skilltune.errors import UsageError
 from skilltune.gate import GATES, Gate, PairedZGate, StrictGate, contaminated, make_gate
+from skilltune.metric import METRICS, Metric
 from skilltune.runfiles import PairedZStatistic, RolloutRecord, RolloutStatus, StrictStatistic
-from skilltune.score.base import METRICS, Metric, Score
+from skilltune.score.base import Score
 from skilltune.store import read_json
 from skilltune.training import train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("modelcalls",),
     ("proposal", "skill"),
     ("stats",),
-    ("process", "store", "textfmt", "plugins", "progress", "prompts", "validation", "errors"),
+    ("process", "store", "textfmt", "plugins", "progress", "prompts", "validation", "metric", "errors"),
 ]
 
 

@@ -31,7 +31,7 @@ from skilltune.cli.app import (
     rollout_settings,
 )
 from skilltune.errors import UsageError
-from skilltune.score.base import Metric
+from skilltune.metric import Metric
 
 if TYPE_CHECKING:
     from skilltune.meta_eval import MetaEval

@@ -32,7 +32,7 @@ from skilltune.cli.app import (
     rollout_settings,
 )
 from skilltune.errors import SkilltuneError, UsageError
-from skilltune.score.base import Metric
+from skilltune.metric import Metric
 
 if TYPE_CHECKING:
     from skilltune.measure.evaluate import EvalSummary

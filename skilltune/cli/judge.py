@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from skilltune.cli.app import JudgeOpts, PromptVariantOpt, SuiteArg, Typer, app, guarded, load_suite_for, out
-from skilltune.score.base import Metric
+from skilltune.metric import Metric
 
 judge_app = Typer(
     help="Judged suites: readiness of the judge, and how much its verdicts vary.",

@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 from skilltune.errors import UsageError
 from skilltune.judge.noise import JudgeNoise, judge_noise
 from skilltune.judge.scorer import INPUTS_FILE, JUDGE_FILE, JudgeError, JudgeScorer
+from skilltune.metric import Metric, as_metric
 from skilltune.runfiles import JudgeInputsFile, RolloutRecord, RunFileError
 from skilltune.runfiles.judge import JudgeVerdict
-from skilltune.score.base import Metric, as_metric
 from skilltune.store import write_json
 from skilltune.suite import Suite
 

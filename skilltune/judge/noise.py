@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel
 
 from skilltune.judge.verdict import sample_passed, sample_soft
+from skilltune.metric import Metric
 from skilltune.runfiles.judge import JudgeVerdict
-from skilltune.score.base import Metric
 from skilltune.stats import sample_sd, sample_variance
 
 BOOTSTRAP = 400

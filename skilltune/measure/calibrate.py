@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
 from skilltune.measure.evaluate import evaluate
-from skilltune.score.base import Metric
+from skilltune.metric import Metric
 from skilltune.session import RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.stats import sample_sd, tasks_to_accept

@@ -14,9 +14,10 @@ from typing import Any
 
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
+from skilltune.metric import Metric, as_metric
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
-from skilltune.score.base import Metric, as_metric, require_same_contract
+from skilltune.score.base import require_same_contract
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from skilltune.metric import Metric
 from skilltune.rundir import TerminalState
-from skilltune.score.base import Metric
 
 RunState = TerminalState | Literal["running", "interrupted"]
 

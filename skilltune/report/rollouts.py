@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from skilltune.metric import Metric
 from skilltune.rundir import RunDir
 from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
-from skilltune.score.base import Metric
 
 
 @dataclass

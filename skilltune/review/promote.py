@@ -24,12 +24,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from skilltune.errors import UsageError
+from skilltune.metric import Metric
 from skilltune.review.leakage import words
 from skilltune.review.lineage import History, Hunk, apply_hunks, hunks
 from skilltune.rollout.workspace import git
 from skilltune.rundir import RunDir
 from skilltune.runfiles import AuditFile, Comparison, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
-from skilltune.score.base import Metric
 from skilltune.store import write_text
 
 HunkStatus = Literal["clean", "present", "conflict"]

@@ -26,13 +26,14 @@ from pathlib import Path
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult
 from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
+from skilltune.metric import Metric
 from skilltune.process import interruptible_sleep
 from skilltune.rollout.cache import RolloutCache, rollout_key
 from skilltune.rollout.conversation import conversation
 from skilltune.rollout.scoring import rescore_record, score_in_workspace
 from skilltune.rollout.workspace import Workspace, place_skill
 from skilltune.runfiles import UNDECIDED, FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
-from skilltune.score.base import Metric, Score
+from skilltune.score.base import Score
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
 from skilltune.suite import Suite, Task, safe_id

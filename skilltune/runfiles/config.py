@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skilltune.metric import Metric
 from skilltune.runfiles.base import RunFile
-from skilltune.score.base import Metric
 
 
 class EditBudgetConfig(BaseModel):

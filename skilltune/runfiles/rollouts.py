@@ -6,8 +6,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
-from skilltune.score.base import Metric, Score, ScoringUsage
+from skilltune.score.base import Score, ScoringUsage
 
 Phase = Literal["train", "screen", "gate", "test", "eval"]
 RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed", "unscored"]

@@ -6,9 +6,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_serializer, field_validator
 
+from skilltune.metric import Metric
 from skilltune.proposal import DroppedEdit, Edit, ProposerCall
 from skilltune.runfiles.base import Migration, OldRunFileError, RunFile
-from skilltune.score.base import Metric
 
 
 def _calls_without_cost(raw: dict[str, Any]) -> dict[str, Any]:

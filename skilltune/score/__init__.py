@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from skilltune.metric import METRICS, Metric, as_metric
 from skilltune.score.base import (
-    METRICS,
     SCORE_SCHEMA_VERSION,
-    Metric,
     OpenFields,
     Score,
     Scored,
     Scorer,
     ScoringFields,
     ScoringUsage,
-    as_metric,
     make_score,
     require_same_contract,
     score_from_mapping,

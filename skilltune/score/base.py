@@ -7,11 +7,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skilltune.errors import ContractMismatchError, ScoringError, UsageError
+from skilltune.errors import ContractMismatchError, ScoringError
+from skilltune.metric import Metric, as_metric
 from skilltune.validation import field_problems
 
 # score imports nothing of skilltune.suite at run time (these names are annotations only): the suite
@@ -27,17 +28,6 @@ SCORE_SCHEMA_VERSION = 2
 FEEDBACK_LIMIT = 4000  # characters of feedback a score keeps
 
 # The gate metric: which of a Score's three figures a command compares.
-Metric = Literal["hard", "soft", "mixed"]
-METRICS: tuple[Metric, ...] = get_args(Metric)
-
-
-def as_metric(name: str) -> Metric:
-    """``name`` as a Metric, or a UsageError saying which names there are (the Python API's edge:
-    the CLI and the config files check their choices themselves)."""
-    for metric in METRICS:
-        if name == metric:
-            return metric
-    raise UsageError(f"unknown metric {name!r}: use hard, soft or mixed")
 
 
 class Score(BaseModel):

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, cast
 
+from skilltune.metric import Metric
 from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
 from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
-from skilltune.score.base import Metric
 from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task, safe_id

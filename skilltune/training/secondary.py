@@ -11,9 +11,9 @@ turns a reject into an accept, so it cannot raise the gate's false-accept rate.
 
 from __future__ import annotations
 
+from skilltune.metric import Metric
 from skilltune.rollout.runner import per_task_scores
 from skilltune.runfiles import RolloutRecord, SecondaryCheck, Verdict
-from skilltune.score.base import Metric
 from skilltune.suite import Suite, Task
 
 DEFAULT_SUITE = "primary"  # skill-trainer's name for a task that names no suite
