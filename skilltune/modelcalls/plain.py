@@ -1,4 +1,4 @@
-"""One door to a plain model: ``PlainModel.ask`` and ``ask_structured``, the one policy for an answer that must fit a schema.
+"""One door to a plain model for the proposers and the judge: PlainModel and ask_structured.
 
 A *plain model* answers messages with text, or fills in a pydantic schema: an endpoint through
 ``ModelClient`` (``APIPlainModel`` here), or an agent CLI run with no tools (skilltune.agents.plain).
