@@ -130,8 +130,9 @@ def judge(request: ModelRequest) -> Reply:
 
 
 def analyst(request: ModelRequest) -> Reply:
-    """The analyst: one edit (the fix) citing the first failed trajectory; a tool request is the judge."""
-    if request.tools:
+    """The analyst: one edit (the fix) citing the first failed trajectory; a request offering the
+    verdict tool is the judge (the analyst is offered its own, record_edits, and answers in text)."""
+    if "record_verdict" in request.tools:
         return judge(request)
     failed = list(trajectory_blocks(request.text))
     edit = {"op": "append", "text": FIX, "rationale": "r", "support": failed[:1], "kind": "failure"}
@@ -147,7 +148,7 @@ def run(tmp_path: Path, mode: str, policy: str | None, **settings: Any) -> tuple
             proposer="api", proposer_options={"model": "analyst-model", "base_url": f"{server.url}/v1"},
             reporter=PlainReporter(quiet=True), seed=0, **{"max_steps": 1, **settings},
         )  # fmt: skip
-        prompts = [r.text for r in server.requests if not r.tools]
+        prompts = [r.text for r in server.requests if "record_verdict" not in r.tools]
     assert result.state not in ("blocked", "crash"), result.reason
     assert prompts, "the analyst was never asked"
     return prompts, Path(result.run_dir)

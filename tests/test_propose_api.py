@@ -119,7 +119,7 @@ def test_a_bare_list_of_edits_is_read_and_a_lone_edit_gets_the_repair(
         _train(tmp_path, server, "bare", max_steps=1)
     reflections = json.loads((tmp_path / "bare" / "steps" / "step_0001" / "reflections.json").read_text())
     assert [c["role"] for c in reflections["calls"]] == ["analyst", "analyst (repair)"]
-    assert "edits: Field required" in reflections["calls"][1]["prompt"]
+    assert "missing 'edits'" in reflections["calls"][1]["prompt"]
     # read from the bare list, then dropped before the merge: it cites no trajectory
     assert reflections["edits"] == [] and [d["edit"]["text"] for d in reflections["dropped"]] == [
         POOL[0]["text"]

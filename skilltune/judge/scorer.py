@@ -3,10 +3,12 @@
 Per task (beside ``scoring``, where skill-trainer has them): ``reference`` (a file under the
 suite: a good output) or ``reference_text`` (inline), and ``judge_inputs`` (workspace globs
 the judge reads besides the final output). Each rollout gets ``samples`` verdicts, drawn in
-parallel; hard and soft follow skill-trainer's rules (``verdict.aggregate``). A reply that
-is not a verdict is retried with a correction up to ``max_attempts``, then the rollout is a
-``scoring_error`` (never a 0). An endpoint that still fails after its retries raises
-``ScorerUnavailable``: the rollout stays ``unscored`` and the batch stops.
+parallel; hard and soft follow skill-trainer's rules (``verdict.aggregate``). The judge is a
+plain model asked through ``ask_structured`` (skilltune.modelcalls.plain), the policy the
+proposers use: a reply that is not a verdict is asked again with a correction, up to
+``max_attempts`` in all, then the rollout is a ``scoring_error`` (never a 0). A judge that still
+fails after its retries raises ``ScorerUnavailable``: the rollout stays ``unscored`` and the
+batch stops.
 
 The rollout's record folder keeps what re-judging needs, since workspaces are deleted:
 judge_inputs.json (the input files as read, capped) and judge.json (the verdicts, keyed on
@@ -17,14 +19,13 @@ calls nobody).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
-from skilltune.judge.models import CLIJudgeModel, JudgeModel
+from skilltune.judge.models import check_judge, judge_request_model, make_judge_model
 from skilltune.judge.prompt import (
     PROMPT_VERSION,
     JudgeCase,
@@ -33,12 +34,13 @@ from skilltune.judge.prompt import (
     messages,
     reference_text,
 )
-from skilltune.judge.verdict import aggregate, parse_reply, verdict_feedback
+from skilltune.judge.verdict import RecordVerdict, aggregate, parse_reply, verdict_feedback
+from skilltune.modelcalls import CallCancelled, ChatRequest, ModelCallError
+from skilltune.modelcalls.plain import Answer, PlainModel, ask_structured
 from skilltune.runfiles.base import RunFileError
 from skilltune.runfiles.judge import JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
 from skilltune.score.base import Score, Scored, Scorer, ScoringFields, ScoringUsage
 from skilltune.store import canonical_json, sha256_text
-from skilltune.suite.judge import JudgeSettings
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
@@ -78,7 +80,7 @@ class JudgeScorer(Scorer):
     def __init__(self, suite: Any) -> None:
         super().__init__(suite)
         self._lock = threading.Lock()
-        self._model: JudgeModel | None = None
+        self._model: PlainModel | None = None
         self._down: str | None = None  # the endpoint failed after its retries: fail fast from now on
 
     # --- validation -------------------------------------------------------------------------
@@ -114,9 +116,10 @@ class JudgeScorer(Scorer):
 
     # --- readiness --------------------------------------------------------------------------
     def preflight(self) -> None:
-        self.model().check()
+        check_judge(self.suite.judge, self.suite.root)
+        self.model()
 
-    def model(self) -> JudgeModel:
+    def model(self) -> PlainModel:
         with self._lock:
             if self._model is None:
                 self._model = make_judge_model(self.suite.judge, self.suite.root)
@@ -226,38 +229,42 @@ class JudgeScorer(Scorer):
         return Drawn(verdicts, usage, file)
 
     def _one(
-        self, model: JudgeModel, system: str, user: str, sample: int, max_attempts: int
+        self, model: PlainModel, system: str, user: str, sample: int, max_attempts: int
     ) -> tuple[JudgeVerdict, JudgeCall] | JudgeCall:
         """One sample: its verdict and calls, or (no usable verdict after ``max_attempts``) its calls."""
-        call = JudgeCall(sample=sample, attempts=0, model=model.name)
-        asked = user
-        t0 = time.monotonic()
-        for attempt in range(1, max_attempts + 1):
-            reply = model.ask(system, asked)
-            call.attempts = attempt
-            call.tokens_in += reply.tokens_in or 0
-            call.tokens_out += reply.tokens_out or 0
-            call.cost_usd += reply.cost_usd or 0.0
-            call.model = reply.model or model.name
-            try:
-                verdict = parse_reply(reply.tool_args, reply.content)
-            except ValueError as exc:
-                call.rejected.append(str(exc))
-                asked = correction(user, attempt + 1, str(exc))
-                continue
-            call.seconds = round(time.monotonic() - t0, 3)
-            return verdict, call
-        call.seconds = round(time.monotonic() - t0, 3)
-        return call
+        from skilltune.process import RolloutInterrupted, interrupted
+
+        settings = self.suite.judge
+        request = ChatRequest.of(
+            user, system=system, model=judge_request_model(settings), max_tokens=settings.max_tokens,
+            temperature=settings.temperature,
+        )  # fmt: skip
+        try:
+            asked = ask_structured(
+                model, request, RecordVerdict, _read_verdict, repair_rounds=max_attempts - 1,
+                repair=lambda prompt, problem, attempt: correction(prompt, attempt, problem), cancel=interrupted,
+            )  # fmt: skip
+        except ModelCallError as exc:
+            raise ScorerUnavailable(
+                f"the judge ({model.what}) failed after its retries: {exc}; `skilltune resume` judges the "
+                "kept rollouts once it answers again"
+            ) from None
+        except CallCancelled:
+            raise RolloutInterrupted from None
+        replies = [e.answer.reply for e in asked.exchanges]
+        call = JudgeCall(
+            sample=sample, attempts=len(replies), model=replies[-1].model or model.name,
+            tokens_in=sum(r.tokens_in or 0 for r in replies), tokens_out=sum(r.tokens_out or 0 for r in replies),
+            cost_usd=sum(r.cost_usd or 0.0 for r in replies), rejected=asked.problems,
+            seconds=round(sum(e.seconds for e in asked.exchanges), 3),
+        )  # fmt: skip
+        return call if asked.value is None else (asked.value, call)
 
 
-def make_judge_model(settings: JudgeSettings, suite_root: Path) -> JudgeModel:
-    """The judge the settings name: an agent CLI, or an API endpoint through the model-call module."""
-    if settings.is_cli:
-        return CLIJudgeModel(settings)
-    from skilltune.judge.api import APIJudgeModel
-
-    return APIJudgeModel(settings, suite_root)
+def _read_verdict(answer: Answer) -> JudgeVerdict:
+    """The verdict in a judge's answer: the tool call's, else the first verdict object in its text."""
+    parsed = answer.parsed.model_dump() if answer.parsed is not None else None
+    return parse_reply(parsed, answer.reply.text)
 
 
 class Drawn:

@@ -76,6 +76,9 @@ Public API::
   timeout, auth, not_found, bad_request, budget), ``status``, ``retryable``, ``attempts``,
   ``events``. ``CallCancelled``: the cancel check fired (``events`` so far).
 - ``forget_endpoints()``: drop the shared per-endpoint state (tests).
+- ``skilltune.modelcalls.plain``: the proposers' and the judge's one door to a plain model, the
+  ``PlainModel`` protocol (``APIPlainModel`` here, the agent CLIs' in skilltune.agents.plain)
+  and ``ask_structured``, the one read-and-repair policy for an answer that must fit a schema.
 
 Example of structured output::
 

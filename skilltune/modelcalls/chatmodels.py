@@ -43,6 +43,7 @@ class Partial:
     parsed: BaseModel | None = None
     parse_error: str | None = None
     cut: bool = False  # the stream went past the limit and the client closed it
+    raw_args: bool = False  # ``text`` is a tool call's arguments that are not JSON
 
 
 class _Pieces(BaseCallbackHandler):
@@ -228,6 +229,12 @@ def _read(message: BaseMessage, partial: Partial) -> None:
     partial.model = model if isinstance(model, str) and model else None
     calls = getattr(message, "tool_calls", None) or []
     partial.tool_args = dict(calls[0]["args"]) if calls else None
+    invalid = getattr(message, "invalid_tool_calls", None) or []
+    if not calls and invalid and not partial.text[0]:
+        # arguments that are not JSON (cut at the token limit, say) are the answer's only text: the
+        # caller may still read what came before the cut
+        partial.text = [str(invalid[0].get("args") or "")]
+        partial.raw_args = True
     usage = getattr(message, "usage_metadata", None)
     if usage:
         # A server that reports no input count in its stream (Anthropic-compatible servers send it

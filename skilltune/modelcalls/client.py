@@ -320,6 +320,9 @@ class ModelClient:
         name = schema.__name__
         if partial.parsed is not None:
             return text
+        if partial.raw_args:
+            self._note(f"the {name} tool call's arguments are not JSON: returned as the text", notes, events)
+            return text
         if partial.tool_args is None:
             self._note(
                 f"the model answered without a {name} tool call: its text is returned unparsed", notes, events

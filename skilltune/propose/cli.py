@@ -1,8 +1,8 @@
 """Proposers that use an agent CLI as a plain model (``--proposer claude``, ``codex``...).
 
-The CLI runs with no tools in an empty folder; its answer goes through the same
-schema validation and single repair retry as any model proposer. A CLI failure
-after its own retries (rate limit, network, auth) ends the run ``blocked``.
+The CLI runs with no tools in an empty folder (skilltune.agents.plain.CLIPlainModel); its answer
+goes through the same reading and single repair round as any model proposer's. A CLI failure
+after its retries (rate limit, network, auth) ends the run ``blocked``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 
 from skilltune.agents import get_backend
 from skilltune.agents.cli import CLIBackend
+from skilltune.agents.plain import CLIPlainModel
 from skilltune.errors import UsageError
-from skilltune.propose.base import ProposerOptions, role_of
-from skilltune.propose.llm import Answer, ModelProposer, ProposerUnavailable
+from skilltune.propose.base import ProposerOptions
+from skilltune.propose.llm import ModelProposer
 from skilltune.suite import Suite
 
 
@@ -36,21 +37,8 @@ class CLIProposer(ModelProposer):
         if not status.installed:
             raise UsageError(f"--proposer {self.name} needs the {agent.executable} CLI: {status.fix}")
         self.agent = agent
-
-    def ask(self, role: str, prompt: str) -> Answer:
         assert isinstance(self.options, CLIProposerOptions)
-        model = self.options.model_for(role_of(role))
-        result = self.agent.complete(prompt, model, self.options.wall_limit_s)
-        if result.status == "infra_error" or (result.status != "ok" and not result.final_text):
-            raise ProposerUnavailable(
-                f"the {self.agent.executable} CLI failed for the {role}: {result.reason}"
-            )
-        return Answer(
-            text=result.final_text,
-            model=result.model or model or self.agent.name,
-            tokens_in=result.tokens_in,
-            tokens_out=result.tokens_out,
-        )
+        self.model = CLIPlainModel(agent, self.options.wall_limit_s)
 
 
 def make_cli_proposer(agent: str) -> type[CLIProposer]:

@@ -1,39 +1,56 @@
 """Proposers backed by a language model.
 
-``ModelProposer`` holds what every model-backed proposer does the same way: render
-the prompts, ask, validate the JSON answer against a schema (one repair retry),
-and run rewrite mode's roles as separate calls. Subclasses only say how to ask
-(``ask(role, prompt) -> Answer``). ``APIProposer`` (``--proposer api``) asks an
-OpenAI-compatible or Anthropic endpoint through skilltune.modelcalls, so each call is
-bounded in tokens and wall-clock time, retried within limits, and ends at once when the
-run is asked to stop (``stop_requested``: the first Ctrl-C).
+``ModelProposer`` holds what every model-backed proposer does the same way: render the prompts,
+ask its plain model (skilltune.modelcalls.plain: an endpoint, or an agent CLI with no tools)
+for the edits as structured output through ``ask_structured`` (the one read-and-repair policy
+the judge uses too: one repair round, a cut answer's complete edits kept), and run rewrite mode's
+roles as separate calls. Subclasses only build the model (``self.model``). ``APIProposer``
+(``--proposer api``) asks an OpenAI-compatible or Anthropic endpoint through
+skilltune.modelcalls, so each call is bounded in tokens and wall-clock time, retried within
+limits, and ends at once when the run is asked to stop (``stop_requested``: the first Ctrl-C).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import time
-from abc import abstractmethod
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from skilltune.errors import SkilltuneError, UsageError
-from skilltune.modelcalls import CallSettings, ModelCallError, ModelClient, Provider, resolve_endpoint
+from skilltune.modelcalls import (
+    CallSettings,
+    ChatRequest,
+    ModelCallError,
+    ModelClient,
+    Provider,
+    resolve_endpoint,
+)
+from skilltune.modelcalls.plain import (
+    Answer,
+    APIPlainModel,
+    Asked,
+    Exchange,
+    PlainModel,
+    ask_structured,
+    complete_items,
+    parse_json,
+    schema_problems,
+)
 from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate, role_of
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt, tagged
 from skilltune.propose.vet import (
+    AnchorRepair,
     anchor_problem,
     anchor_repair_prompt,
     cited,
     parse_anchor_repair,
     repair_anchors,
 )
-from skilltune.validation import field_problems
 
+T = TypeVar("T")
 _FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 
 
@@ -43,40 +60,56 @@ class ProposerUnavailable(SkilltuneError):
     exit_code = 3
 
 
-@dataclass
-class Answer:
-    text: str
-    model: str
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
-    notes: list[str] = field(default_factory=list)  # what the model-call layer warned about
-
-
 class EditsAnswer(BaseModel):
+    """Record the proposed edits to the skill, strongest first."""
+
     # ``edits`` is required and nothing else is allowed: an answer of another shape (a lone edit,
     # say) gets the repair retry instead of passing as "no edits".
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", title="record_edits")
 
     edits: list[Edit]
 
 
-def parse_json(text: str) -> Any:
-    """The JSON in a model's answer (bare, or in a fenced block): the whole block when it is JSON
-    (an array too: small models answer a bare list), else the outermost object in it."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for chunk in candidates:
-        try:
-            return json.loads(chunk)
-        except json.JSONDecodeError:
-            pass
-        start, end = chunk.find("{"), chunk.rfind("}")
-        if start >= 0 and end > start:
-            try:
-                return json.loads(chunk[start : end + 1])
-            except json.JSONDecodeError:
-                continue
-    raise ValueError("no JSON object found in the answer")
+def read_edits(answer: Answer) -> list[Edit]:
+    """The edits of an answer: the tool call's, else the JSON in its text (a bare list too). A cut
+    answer (the token limit) keeps its complete edits; none complete is a ValueError as any
+    unreadable answer, for the repair round."""
+    if isinstance(answer.parsed, EditsAnswer):
+        if answer.reply.finish != "length":
+            return answer.parsed.edits
+        # a streamed tool call cut at the limit reaches us closed by the partial-JSON reader: its last
+        # edit may be cut short
+        if len(answer.parsed.edits) < 2:
+            raise ValueError("the answer was cut before its first complete edit")
+        return answer.parsed.edits[:-1]
+    text = answer.reply.text
+    try:
+        data = parse_json(text)
+    except ValueError:
+        if answer.reply.finish != "length":
+            raise
+        data = {"edits": complete_items(text, "edits")}
+        if not data["edits"]:
+            raise ValueError("the answer was cut before its first complete edit") from None
+    if isinstance(data, list):  # the edits without their wrapper
+        data = {"edits": data}
+    try:
+        return EditsAnswer.model_validate(data).edits
+    except ValidationError as exc:
+        raise ValueError(f"the JSON does not match the schema: {schema_problems(exc)}") from None
+
+
+def edits_repair(prompt: str, problem: str, attempt: int) -> str:
+    return (
+        f"{prompt}\n\nYour previous answer could not be used:\n\n{tagged('problem', problem)}\n\n"
+        'Answer again with the JSON object only, {"edits": [...]}, as described at the top.'
+    )
+
+
+def read_anchors(answer: Answer) -> list[str | None]:
+    if isinstance(answer.parsed, AnchorRepair):
+        return answer.parsed.anchors
+    return parse_anchor_repair(parse_json(answer.reply.text))
 
 
 def extract_document(text: str) -> str:
@@ -87,50 +120,77 @@ def extract_document(text: str) -> str:
 
 
 class ModelProposer(Proposer):
-    """Prompts, schema validation with one repair retry, and roles as separate calls."""
+    """Prompts, the edits asked for through ``ask_structured``, and roles as separate calls.
+    Subclasses set ``self.model`` and may bound the answer (``max_tokens``, ``temperature``)."""
 
-    @abstractmethod
-    def ask(self, role: str, prompt: str) -> Answer: ...
+    model: PlainModel
+    max_tokens: int = 4096
+    temperature: float | None = None
 
-    def _call(self, role: str, prompt: str, calls: list[ProposerCall]) -> Answer:
-        t0 = time.monotonic()
-        answer = self.ask(role, prompt)
-        calls.append(
-            ProposerCall(
-                role=role,
-                model=answer.model,
-                prompt=prompt,
-                response=answer.text,
-                seconds=round(time.monotonic() - t0, 3),
-                tokens_in=answer.tokens_in,
-                tokens_out=answer.tokens_out,
-                cost_usd=answer.cost_usd,
-                notes=answer.notes,
+    def _request(self, role: str, prompt: str) -> ChatRequest:
+        model = self.options.model_for(role_of(role)) or ""
+        return ChatRequest.of(prompt, model=model, max_tokens=self.max_tokens, temperature=self.temperature)
+
+    def _record(self, role: str, exchanges: list[Exchange], calls: list[ProposerCall]) -> None:
+        for i, exchange in enumerate(exchanges):
+            reply, parsed = exchange.answer.reply, exchange.answer.parsed
+            calls.append(
+                ProposerCall(
+                    role=role if i == 0 else f"{role} (repair)",
+                    model=reply.model,
+                    prompt=exchange.prompt,
+                    response=reply.text or (parsed.model_dump_json() if parsed is not None else ""),
+                    seconds=exchange.seconds,
+                    tokens_in=reply.tokens_in,
+                    tokens_out=reply.tokens_out,
+                    cost_usd=reply.cost_usd,
+                    notes=reply.notes,
+                )
             )
-        )
-        return answer
+
+    def _structured(
+        self,
+        role: str,
+        prompt: str,
+        schema: type[BaseModel],
+        read: Callable[[Answer], T],
+        repair_rounds: int,
+        calls: list[ProposerCall],
+    ) -> Asked[T]:
+        try:
+            asked = ask_structured(
+                self.model, self._request(role, prompt), schema, read,
+                repair_rounds=repair_rounds, repair=edits_repair, cancel=self.stop_requested,
+            )  # fmt: skip
+        except ModelCallError as exc:
+            raise ProposerUnavailable(f"{self.model.what} failed for the {role}: {exc}") from None
+        self._record(role, asked.exchanges, calls)
+        return asked
+
+    def _call(self, role: str, prompt: str, calls: list[ProposerCall]) -> str:
+        """A text answer (rewrite's roles, the slow update)."""
+        try:
+            answer = self.model.ask(self._request(role, prompt), cancel=self.stop_requested)
+        except ModelCallError as exc:
+            raise ProposerUnavailable(f"{self.model.what} failed for the {role}: {exc}") from None
+        self._record(role, [Exchange(prompt, answer, answer.reply.seconds)], calls)
+        return answer.reply.text
 
     def propose(self, packet: EvidencePacket) -> Proposal:
         if packet.mode == "rewrite":
             return self._rewrite(packet)
         calls: list[ProposerCall] = []
-        prompt = reflect_prompt(packet)
-        answer = self._call("analyst", prompt, calls)
-        try:
-            edits = self._edits(answer.text)
-        except ValueError as first:
-            repair = (
-                f"{prompt}\n\nYour previous answer could not be used:\n\n{tagged('problem', str(first))}\n\n"
-                'Answer again with the JSON object only, {"edits": [...]}, as described at the top.'
-            )
-            answer = self._call("analyst (repair)", repair, calls)
-            try:
-                edits = self._edits(answer.text)
-            except ValueError as second:
-                return Proposal(calls=calls, notes={"error": f"invalid answer twice: {second}"})
+        asked = self._structured("analyst", reflect_prompt(packet), EditsAnswer, read_edits, 1, calls)
+        if asked.value is None:
+            return Proposal(calls=calls, notes={"error": f"invalid answer twice: {asked.problems[-1]}"})
+        edits = asked.value
         for rank, edit in enumerate(edits):
             edit.rank = rank
-        return self._repair_anchors(packet, Proposal(edits=edits, calls=calls))
+        last = asked.exchanges[-1].answer.reply
+        notes = {}
+        if last.finish == "length":
+            notes["cut"] = f"the answer was cut at the token limit: its {len(edits)} complete edits kept"
+        return self._repair_anchors(packet, Proposal(edits=edits, calls=calls, notes=notes))
 
     def _repair_anchors(self, packet: EvidencePacket, proposal: Proposal) -> Proposal:
         """One repair round for the anchors not found in the skill (of edits that cite the evidence:
@@ -144,33 +204,23 @@ class ModelProposer(Proposer):
         if not failed:
             return proposal
         prompt = anchor_repair_prompt(packet, [(edits[i], problem) for i, problem in failed])
-        answer = self._call("analyst (anchor repair)", prompt, proposal.calls)
+        asked = self._structured(
+            "analyst (anchor repair)", prompt, AnchorRepair, read_anchors, 0, proposal.calls
+        )
         notes = dict(proposal.notes)
-        try:
-            anchors = parse_anchor_repair(parse_json(answer.text))
-        except ValueError as exc:
-            notes["anchor_repair"] = f"0 of {len(failed)} anchors repaired: {exc}"
+        if asked.value is None:
+            notes["anchor_repair"] = f"0 of {len(failed)} anchors repaired: {asked.problems[-1]}"
             return proposal.model_copy(update={"notes": notes})
-        edits, repaired = repair_anchors(edits, [i for i, _ in failed], anchors, packet)
+        edits, repaired = repair_anchors(edits, [i for i, _ in failed], asked.value, packet)
         notes["anchor_repair"] = f"{repaired} of {len(failed)} anchors repaired"
         return proposal.model_copy(update={"edits": edits, "notes": notes})
 
-    def _edits(self, text: str) -> list[Edit]:
-        try:
-            answer = parse_json(text)
-            if isinstance(answer, list):  # the edits without their wrapper
-                answer = {"edits": answer}
-            return EditsAnswer.model_validate(answer).edits
-        except ValidationError as exc:
-            problems = "; ".join(field_problems(exc, limit=5))
-            raise ValueError(f"the JSON does not match the schema: {problems}") from None
-
     def _rewrite(self, packet: EvidencePacket) -> Proposal:
         calls: list[ProposerCall] = []
-        causes = self._call("failure analyst", rewrite_prompt(packet, "failure analyst"), calls).text
-        draft = self._call("author", rewrite_prompt(packet, "author", causes=causes), calls).text
+        causes = self._call("failure analyst", rewrite_prompt(packet, "failure analyst"), calls)
+        draft = self._call("author", rewrite_prompt(packet, "author", causes=causes), calls)
         review_prompt = rewrite_prompt(packet, "red-team reviewer", draft=extract_document(draft))
-        final = extract_document(self._call("red-team reviewer", review_prompt, calls).text)
+        final = extract_document(self._call("red-team reviewer", review_prompt, calls))
         files = dict(packet.skill_files)
         files[packet.skill_main] = final
         return Proposal(files=files, calls=calls)
@@ -180,7 +230,7 @@ class ModelProposer(Proposer):
     ) -> SlowUpdate:
         calls: list[ProposerCall] = []
         answer = self._call("slow-update", slow_update_prompt(skill_text, comparison, kept, rejected), calls)
-        return SlowUpdate(guidance=extract_document(answer.text).strip(), calls=calls)
+        return SlowUpdate(guidance=extract_document(answer).strip(), calls=calls)
 
 
 class APIProposerOptions(ProposerOptions, CallSettings):
@@ -210,29 +260,8 @@ class APIProposer(ModelProposer):
         endpoint = resolve_endpoint(
             self.options.provider, self.options.base_url, self.options.api_key_env, where="--proposer-opt"
         )
-        self.client = ModelClient(endpoint, self.options, where="--proposer-opt")
-
-    def ask(self, role: str, prompt: str) -> Answer:
-        options = self.options
-        assert isinstance(options, APIProposerOptions)
-        model = options.model_for(role_of(role)) or str(options.model)
-        try:
-            reply = self.client.ask(
-                prompt,
-                model=model,
-                max_tokens=options.max_tokens,
-                temperature=options.temperature,
-                cancel=self.stop_requested,
-            )
-        except ModelCallError as exc:
-            raise ProposerUnavailable(
-                f"the {options.provider} endpoint failed for the {role}: {exc}"
-            ) from None
-        return Answer(
-            text=reply.text,
-            model=model,
-            tokens_in=reply.tokens_in,
-            tokens_out=reply.tokens_out,
-            cost_usd=reply.cost_usd,
-            notes=reply.notes,
+        self.model = APIPlainModel(
+            ModelClient(endpoint, self.options, where="--proposer-opt"), self.options.model
         )
+        self.max_tokens = self.options.max_tokens
+        self.temperature = self.options.temperature
