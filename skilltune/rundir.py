@@ -185,6 +185,8 @@ class RunDir:
         return _terminal(self.terminal_path.read_text(encoding="utf-8"))
 
     def write_terminal(self, state: TerminalState, reason: str) -> None:
+        if state not in TERMINAL_STATES:  # the type says so; a plug-in or a cast could still try
+            raise ValueError(f"unknown terminal state {state!r} (known: {', '.join(TERMINAL_STATES)})")
         write_text(self.terminal_path, f"{state}: {' '.join(reason.split())}\n")
 
     def write_results(self, records: list[UnitRecord]) -> None:
