@@ -181,3 +181,36 @@ def test_the_benchmark_counts_the_run_s_own_test_once(
         made[phase] += made.pop(following)
         worst[phase] += worst.pop(following)
     assert all(made[phase] <= worst[phase] for phase in made), (made, worst)
+
+
+def test_the_benchmark_with_an_analyst_reports_what_its_answers_became(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dry run (mock target) with --proposer api against a scripted analyst on its own
+    endpoint: one edit citing a failed trajectory, one citing nothing. The printout counts
+    them (proposed 2, dropped 1 with its reason), shows the answer, and runs the mock ceiling."""
+    from benchmarks.local_model import main
+    from tests.fakeserver import FakeModelServer, ModelRequest, Reply
+    from tests.helpers import trajectory_blocks
+
+    def analyst(request: ModelRequest) -> Reply:
+        cited = sorted(trajectory_blocks(request.text))[:1]
+        edits = [
+            {"op": "append", "text": "- Reply with the answer alone.", "rationale": "r", "support": cited},
+            {"op": "append", "text": "- Be kind.", "rationale": "r", "support": []},
+        ]
+        return Reply(text=json.dumps({"edits": edits}))
+
+    with FakeModelServer(analyst, side=analyst) as server:
+        argv = ["--base-url", "http://unused", "--model", "m", "--agent", "mock", "--out", str(tmp_path),
+                "--steps", "1", "--proposer", "api", "--analyst-base-url", f"{server.url}/v1",
+                "--analyst-model", "analyst-test", "--analyst-max-tokens", "300", "--analyst-timeout-s", "120"]  # fmt: skip
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "analyst: analyst-test at " in out and "max_tokens 300, at most 120 s per call" in out
+    assert server.requests and all(r.body.get("max_tokens") == 300 for r in server.requests)
+    api_line = next(line for line in out.splitlines() if line.startswith("  proposer (api):"))
+    assert api_line.startswith("  proposer (api): edits proposed 2, dropped 1,"), api_line
+    assert "dropped: " in out and "Be kind." in out and "Reply with the answer alone." in out
+    assert "\nceiling: " in out and "  proposer (mock): edits proposed " in out
+    assert "\nceiling train " in out  # its rollouts in the phase table
