@@ -49,6 +49,8 @@ def step_summary(folder: Path) -> dict[str, Any]:
         out["verdict"] = unit.verdict
         out["reason"] = unit.reason
     out["kept"] = out["applied"] if out.get("verdict") == "keep" else 0
+    # The rest were merged into an equal edit of the same answer (their support pooled).
+    out["merged"] = max(0, out["proposed"] - len(out["dropped"]) - out["applied"])
     return out
 
 
@@ -61,6 +63,7 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "proposed": sum(s["proposed"] for s in steps),
         "dropped": sum(len(s["dropped"]) for s in steps),
         "applied": sum(s["applied"] for s in steps),
+        "merged": sum(s["merged"] for s in steps),
         "kept": sum(s["kept"] for s in steps),
         "analyst_calls": len(calls),
         "analyst_seconds": round(sum(c["seconds"] for c in calls), 1),
@@ -70,18 +73,21 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
 def print_summary(label: str, summary: dict[str, Any]) -> None:
     print(
         f"{label}: edits proposed {summary['proposed']}, dropped {summary['dropped']}, "
+        f"merged into equal ones {summary['merged']}, "
         f"in candidates {summary['applied']}, kept {summary['kept']}; "
         f"{summary['analyst_calls']} analyst call(s), {summary['analyst_seconds']:g} s"
     )
     for step in summary["steps"]:
         print(
-            f"  step {step['step']}: {step['proposed']} proposed, {step['applied']} in the candidate, {step.get('verdict', '-')}"
+            f"  {step['step']}: {step['proposed']} proposed, {step['applied']} in the candidate, "
+            f"{step.get('verdict', '-')}"
         )
         for drop in step["dropped"][:6]:
             print(f"    dropped: {drop['reason'][:100]}  <- {drop['edit'][:80]!r}")
         for call in step["calls"][:3]:
             answer = " ".join(call["answer"].split())
             print(
-                f"    {call['role']} call ({call['seconds']:g} s, {call['tokens_in']} in / {call['tokens_out']} out): "
+                f"    {call['role']} call ({call['seconds']:g} s, {call['tokens_in'] or '-'} in / "
+                f"{call['tokens_out'] or '-'} out): "
                 f"{answer[:300]!r}"
             )

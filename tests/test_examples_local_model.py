@@ -210,7 +210,9 @@ def test_the_benchmark_with_an_analyst_reports_what_its_answers_became(
     assert "analyst: analyst-test at " in out and "max_tokens 300, at most 120 s per call" in out
     assert server.requests and all(r.body.get("max_tokens") == 300 for r in server.requests)
     api_line = next(line for line in out.splitlines() if line.startswith("  proposer (api):"))
-    assert api_line.startswith("  proposer (api): edits proposed 2, dropped 1,"), api_line
+    assert api_line.startswith("  proposer (api): edits proposed 2, dropped 1, merged into equal ones 0,"), (
+        api_line
+    )
     assert "dropped: " in out and "Be kind." in out and "Reply with the answer alone." in out
     assert "\nceiling: " in out and "  proposer (mock): edits proposed " in out
     assert "\nceiling train " in out  # its rollouts in the phase table
