@@ -8,9 +8,12 @@ target (the skill is the system prompt, the task the user message, the reply the
 2. train: examples/local-model/suite (a support desk: ticket numbers, addresses and product areas
    from customer messages, exact scoring),
    the mock proposer drawing from the suite's proposer_pool (helpful rules and
-   distractors) or ``--proposer api``, the sequential gate, held-out test at the end;
-3. compare: S0, the best skill and no skill on the held-out test split (S0 and best
-   come from the run's own test rollouts through the shared rollout cache);
+   distractors) or ``--proposer api`` (a model as the analyst, on its own endpoint:
+   ``--analyst-base-url``, ``--analyst-model``, each call bounded by ``--analyst-max-tokens``
+   and ``--analyst-timeout-s``), the sequential gate, held-out test at the end; with
+   ``--proposer api`` also the same run with the mock proposer, the ceiling beside it;
+3. compare: S0, the best skill (and the ceiling's) and no skill on the held-out test split
+   (S0 and the best skills come from the runs' own test rollouts through the shared cache);
 4. the null twin (examples/local-model/null: the same tasks, each rollout scored by a
    seeded coin that never reads the reply): the same training run, and a comparison
    of S0 with the twin's best skill from step 2 on its test split.
@@ -18,9 +21,11 @@ target (the skill is the system prompt, the task the user message, the reply the
 Such a server answers one request at a time, so rollouts run one by one. Before
 anything else the script times a few requests, sizes the runs (steps per run, the
 gate's replicate cap) so the worst case fits ``--budget-min``, prints that plan, and
-gives each training run its share as a wall-clock budget. It ends with held-out S0 vs
-best with 95% CIs, the null runs' verdicts, rollouts and wall time per phase, and
-writes benchmarks/results/local_model.json. Not part of CI (it needs a model).
+gives each training run its share as a wall-clock budget. It ends with what the
+proposer did (edits proposed, dropped and why, applied, kept, a sample of its answers),
+held-out S0 vs best with 95% CIs, the null runs' verdicts, rollouts and wall time per
+phase, and writes benchmarks/results/local_model.json (local_model_api.json with
+``--proposer api``). Not part of CI (it needs a model).
 
     python benchmarks/local_model.py --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-0.5b
 """
@@ -43,6 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.proposer_log import print_summary, run_summary  # noqa: E402
 from skilltune.errors import SkilltuneError  # noqa: E402
 from skilltune.measure.calibrate import calibrate  # noqa: E402
 from skilltune.measure.compare import compare  # noqa: E402
@@ -56,7 +62,7 @@ EXAMPLE = ROOT / "examples" / "local-model"
 SUITE = EXAMPLE / "suite"
 NULL = EXAMPLE / "null"
 SKILL = EXAMPLE / "skill"
-RESULTS = ROOT / "benchmarks" / "results" / "local_model.json"
+RESULTS = ROOT / "benchmarks" / "results"
 CAL_REPS = 2
 BATCH = 8
 PROBES = 3
@@ -107,13 +113,18 @@ def sizes() -> dict[str, int]:
     return {split: len(suite.tasks(split)) for split in ("train", "val", "test")}
 
 
-def worst_case(n: dict[str, int], steps: int, max_reps: int, test_reps: int) -> dict[str, int]:
-    """Rollouts each phase may cost at most."""
+def worst_case(
+    n: dict[str, int], steps: int, max_reps: int, test_reps: int, ceiling: bool = False
+) -> dict[str, int]:
+    """Rollouts each phase may cost at most (``ceiling``: the mock proposer's run beside an analyst's)."""
     step = min(BATCH, n["train"]) + 2 * n["val"] * max_reps
     train_run = n["val"] + steps * step + 2 * n["test"] * test_reps
+    # The ceiling run shares S0's val baseline and test rollouts with the analyst's run (cache).
+    extra = {"ceiling train": steps * step + n["test"] * test_reps} if ceiling else {}
     return {
         "calibrate": n["val"] * CAL_REPS,
         "train": train_run,
+        **extra,
         # A run that kept something tested S0 and best itself (counted in "train"; compare reuses
         # them through the cache and adds no skill); one that kept nothing did not, and compare
         # runs S0 and no skill. Either way the two phases add one arm beyond the run's own.
@@ -124,18 +135,32 @@ def worst_case(n: dict[str, int], steps: int, max_reps: int, test_reps: int) -> 
 
 
 def plan(
-    n: dict[str, int], seconds: float, budget_min: float, steps: int, max_reps: int, test_reps: int
+    n: dict[str, int],
+    seconds: float,
+    budget_min: float,
+    steps: int,
+    max_reps: int,
+    test_reps: int,
+    analyst_s: float = 0.0,
 ) -> tuple[int, int]:
-    """The most steps (then the highest replicate cap) whose worst case fits the budget."""
+    """The most steps (then the highest replicate cap) whose worst case fits the budget.
+    ``analyst_s``: the wall limit of an analyst call, paid once per step by the analyst's run
+    and its null twin (which then also has the mock proposer's ceiling run)."""
+
+    def cost(s: int, reps: int) -> float:
+        rollouts = sum(worst_case(n, s, reps, test_reps, ceiling=analyst_s > 0).values())
+        return rollouts * seconds + 2 * s * analyst_s
+
     for s in range(steps, 0, -1):
         for reps in range(max_reps, 2, -1):
-            if sum(worst_case(n, s, reps, test_reps).values()) * seconds <= budget_min * 60:
+            if cost(s, reps) <= budget_min * 60:
                 return s, reps
-    need = sum(worst_case(n, 1, 3, test_reps).values()) * seconds / 60
+    need = cost(1, 3) / 60
     raise SystemExit(
         f"at {seconds:.1f} s per rollout even 1 step per run with a cap of 3 replicates may take "
-        f"{need:.0f} min, over --budget-min {budget_min:g}: raise the budget, lower --test-reps, "
-        "or run when the machine is idle"
+        f"{need:.0f} min, over --budget-min {budget_min:g}: raise the budget, lower --test-reps"
+        + (" or --analyst-timeout-s" if analyst_s else "")
+        + ", or run when the machine is idle"
     )
 
 
@@ -188,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         "--api-key-env", help="variable holding the endpoint's key (a local server needs none)"
     )
     parser.add_argument(
-        "--budget-min", type=float, default=50.0, help="wall-time budget for the whole script"
+        "--budget-min", type=float, default=150.0, help="wall-time budget for the whole script"
     )
     parser.add_argument("--steps", type=int, default=3, help="training steps per run, at most")
     parser.add_argument(
@@ -210,8 +235,26 @@ def main(argv: list[str] | None = None) -> int:
         help="sampling temperature (a 0.5B model garbles copies at 0.7)",
     )
     parser.add_argument("--proposer", choices=("mock", "api"), default="mock")
-    parser.add_argument("--proposer-model", help="--proposer api: the model (default: --model)")
-    parser.add_argument("--proposer-base-url", help="--proposer api: the endpoint (default: --base-url)")
+    parser.add_argument(
+        "--analyst-model", "--proposer-model", help="--proposer api: the analyst's model (default: --model)"
+    )
+    parser.add_argument(
+        "--analyst-base-url",
+        "--proposer-base-url",
+        help="--proposer api: the analyst's endpoint (default: --base-url)",
+    )
+    parser.add_argument(
+        "--analyst-api-key-env", help="--proposer api: variable holding the analyst endpoint's key"
+    )
+    parser.add_argument(
+        "--analyst-max-tokens", type=int, default=1024, help="--proposer api: answer limit per analyst call"
+    )
+    parser.add_argument(
+        "--analyst-timeout-s",
+        type=float,
+        default=900.0,
+        help="--proposer api: wall limit of one analyst call, its one retry included",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "runs" / "local-model"), help="where the runs go")
     parser.add_argument("--agent", default="openai", help=argparse.SUPPRESS)  # mock: a dry run of the flow
@@ -230,26 +273,39 @@ def main(argv: list[str] | None = None) -> int:
             agent_options["api_key_env"] = args.api_key_env
         agent_options["temperature"] = args.temperature
     proposer_options: dict[str, Any] = {}
+    analyst_s = 0.0
     if args.proposer == "api":
+        analyst_s = args.analyst_timeout_s
         proposer_options = {
-            "model": args.proposer_model or args.model,
-            "base_url": (args.proposer_base_url or base_url),
-            "max_tokens": 1024,
+            "model": args.analyst_model or args.model,
+            "base_url": (args.analyst_base_url or base_url).rstrip("/"),
+            "max_tokens": args.analyst_max_tokens,
+            # One attempt of at most half the limit, one retry: a call never outlasts the limit.
+            "timeout_s": analyst_s / 2,
+            "wall_limit_s": analyst_s,
+            "max_retries": 1,
         }
-        if args.api_key_env:
-            proposer_options["api_key_env"] = args.api_key_env
+        if args.analyst_api_key_env or args.api_key_env:
+            proposer_options["api_key_env"] = args.analyst_api_key_env or args.api_key_env
 
     seconds = HARNESS_S if args.agent == "mock" else measure(base_url, args.model, key, args.max_tokens)
     n = sizes()
-    steps, max_reps = plan(n, seconds, args.budget_min, args.steps, args.max_reps, args.test_reps)
-    worst = worst_case(n, steps, max_reps, args.test_reps)
+    steps, max_reps = plan(n, seconds, args.budget_min, args.steps, args.max_reps, args.test_reps, analyst_s)
+    worst = worst_case(n, steps, max_reps, args.test_reps, ceiling=args.proposer == "api")
     budget_s = args.budget_min * 60
     fixed_s = (worst["calibrate"] + worst["compare"] + worst["null compare"]) * seconds
-    train_hours = max((budget_s - fixed_s) / 2, 60.0) / 3600
+    train_runs = 3 if args.proposer == "api" else 2
+    train_hours = max((budget_s - fixed_s) / train_runs, 60.0) / 3600
     print(
         f"local model: {args.model} at {base_url} ({args.agent} target, max_tokens {args.max_tokens}, "
         f"temperature {args.temperature:g})"
     )
+    if args.proposer == "api":
+        print(
+            f"analyst: {proposer_options['model']} at {proposer_options['base_url']} "
+            f"(max_tokens {args.analyst_max_tokens}, at most {analyst_s:g} s per call); "
+            "the mock proposer's run beside it is the ceiling"
+        )
     print(
         f"measured {seconds:.1f} s per rollout (median of {PROBES} requests, harness included); "
         f"plan: {steps} step(s) per run, gate cap {max_reps} replicates, batch {BATCH}, "
@@ -259,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         f"budget: {args.budget_min:g} min; worst case {sum(worst.values())} rollouts "
         f"(~{sum(worst.values()) * seconds / 60:.0f} min): "
         + ", ".join(f"{k} {v}" for k, v in worst.items())
+        + (f", {2 * steps} analyst call(s) <= {2 * steps * analyst_s / 60:.0f} min" if analyst_s else "")
         + f"; each training run stops at {train_hours * 60:.0f} min"
     )
     sys.stdout.flush()  # fmt: skip
@@ -292,10 +349,20 @@ def main(argv: list[str] | None = None) -> int:
         run = timed("train", walls, lambda: train(
             SUITE, SKILL, tag="support", force=True, reporter=reporter, **settings
         ))  # fmt: skip
+        ceiling = None
+        if args.proposer == "api":
+            mock = settings | {"proposer": "mock", "proposer_options": {}}
+            ceiling = timed("ceiling train", walls, lambda: train(
+                SUITE, SKILL, tag="ceiling", force=True, reporter=reporter, **mock
+            ))  # fmt: skip
         seed_skill, best_skill = load_skill(SKILL), load_skill(Path(run.run_dir) / "best_skill")
         arms = {"S0": seed_skill, "best": best_skill, "noskill": None}
         if best_skill.hash == seed_skill.hash:
             arms.pop("best")
+        if ceiling is not None:
+            ceiling_skill = load_skill(Path(ceiling.run_dir) / "best_skill")
+            if ceiling_skill.hash not in {seed_skill.hash, best_skill.hash}:
+                arms["ceiling"] = ceiling_skill
         held_out = timed("compare", walls, lambda: compare(
             SUITE, arms, split="test", reps=args.test_reps, seed=args.seed, out=out / "compare", force=True, **common
         ))  # fmt: skip
@@ -317,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     made = {
         "calibrate": rollouts_made(out / "calibrate"),
         "train": rollouts_made(Path(run.run_dir)),
+        **({"ceiling train": rollouts_made(Path(ceiling.run_dir))} if ceiling is not None else {}),
         "compare": rollouts_made(out / "compare"),
         "null train": rollouts_made(Path(null_run.run_dir)),
         "null compare": rollouts_made(out / "null-compare") if null_held_out is not None else 0,
@@ -331,11 +399,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'total':<14} {sum(made.values()):>8} {fmt_wall(total):>7}")
     print()
     print(f"calibrate (val, S0, {CAL_REPS} reps): pass rate {cal.pass_rate}, regime {cal.regime}")
-    print(f"train: {run.state}: {run.reason}")
-    for u in main_units:
-        print(
-            f"  {u.kind} {u.step}: {u.verdict:<7} val {u.val_candidate} vs {u.val_incumbent}; {u.reason[:90]}"
-        )
+    runs = {"train": run} | ({"ceiling": ceiling} if ceiling is not None else {})
+    proposers = {}
+    for label, each in runs.items():
+        print(f"{label}: {each.state}: {each.reason}")
+        for u in units(Path(each.run_dir)):
+            print(
+                f"  {u.kind} {u.step}: {u.verdict:<7} val {u.val_candidate} vs {u.val_incumbent}; {u.reason[:90]}"
+            )
+        proposers[label] = run_summary(Path(each.run_dir))
+        print_summary(f"  proposer ({'mock' if label == 'ceiling' else args.proposer})", proposers[label])
     print()
     print(f"held-out (test, {n['test']} tasks x {args.test_reps} reps, {held_out.metric}):")
     for name, arm in held_out.arms.items():
@@ -362,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         "agent": args.agent,
         "agent_options": {k: v for k, v in agent_options.items() if k != "api_key_env"},
         "proposer": args.proposer,
+        "proposer_options": {k: v for k, v in proposer_options.items() if k != "api_key_env"},
+        "proposers": proposers,
         "seconds_per_rollout_measured": round(seconds, 2),
         "budget_min": args.budget_min,
         "plan": {"steps": steps, "max_reps": max_reps, "batch": BATCH, "test_reps": args.test_reps, "worst_case": worst},
@@ -369,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": {k: round(v, 1) for k, v in walls.items()} | {"total": round(total, 1)},
         "calibration": {"pass_rate": cal.pass_rate, "regime": cal.regime, "noise_sd": cal.noise_sd},
         "train": {"state": run.state, "reason": run.reason, "units": [u.model_dump(mode="json") for u in main_units]},
+        "ceiling": None if ceiling is None else {"state": ceiling.state, "reason": ceiling.reason},
         "held_out": {
             "arms": {k: {"mixed": a.mixed, "hard": a.hard_acc, "rollouts": a.n_rollouts} for k, a in held_out.arms.items()},
             "pairs": [p.model_dump(mode="json") for p in held_out.pairs],
@@ -381,8 +457,9 @@ def main(argv: list[str] | None = None) -> int:
         },
     }  # fmt: skip
     if args.agent != "mock":
-        RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"\nresults: {RESULTS.relative_to(ROOT)}; runs: {out}")
+        path = RESULTS / ("local_model_api.json" if args.proposer == "api" else "local_model.json")
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"\nresults: {path.relative_to(ROOT)}; runs: {out}")
     return 0
 
 

@@ -117,7 +117,9 @@ def test_a_mock_run_on_the_twin_scores_both_ways(tmp_path: Path) -> None:
         EXAMPLE / "null", EXAMPLE / "skill", agent="mock", split="test", reps=3, out=tmp_path / "out"
     )
     records = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("record.json")]
-    assert len(records) == 36 and all(r["status"] == "ok" for r in records)
+    assert len(records) == 3 * len(load_suite(EXAMPLE / "suite").tasks("test")) and all(
+        r["status"] == "ok" for r in records
+    )
     assert {r["score"]["hard"] for r in records} == {0, 1}
     assert summary.hard_acc is not None and 0.2 < summary.hard_acc < 0.8
 
@@ -126,15 +128,31 @@ def test_the_benchmark_plans_the_most_steps_then_the_highest_replicate_cap() -> 
     from benchmarks.local_model import plan, sizes, worst_case
 
     n = sizes()
+    assert n == {"train": 12, "val": 24, "test": 18}
 
-    def minutes(steps: int, reps: int) -> float:
-        return sum(worst_case(n, steps, reps, 1).values()) * 7.5 / 60
+    def minutes(steps: int, reps: int, analyst_s: float = 0.0) -> float:
+        rollouts = sum(worst_case(n, steps, reps, 1, ceiling=analyst_s > 0).values())
+        return (rollouts * 7.5 + 2 * steps * analyst_s) / 60
 
-    assert minutes(2, 3) <= 50 < minutes(2, 4) and minutes(3, 3) > 50 >= minutes(1, 4)
-    assert plan(n, 7.5, 50, 3, 4, 1) == (2, 3)  # two steps at a cap of 3, not one step at 4
-    assert plan(n, 0.3, 50, 3, 4, 2) == (3, 4)
+    assert minutes(3, 3) <= 150 < minutes(3, 4) and minutes(2, 4) <= 150
+    assert plan(n, 7.5, 150, 3, 4, 1) == (3, 3)  # three steps at a cap of 3, not two at 4
+    assert plan(n, 0.3, 150, 3, 4, 2) == (3, 4)
     with pytest.raises(SystemExit, match="lower --test-reps"):
-        plan(n, 30.0, 50, 3, 4, 2)
+        plan(n, 30.0, 150, 3, 4, 2)
+
+
+def test_the_benchmark_budgets_the_analyst_calls_and_the_ceiling_run() -> None:
+    """With --proposer api each step of the analyst's run and its null twin may wait out an
+    analyst call, and the mock proposer's ceiling run adds its own steps."""
+    from benchmarks.local_model import plan, sizes, worst_case
+
+    n = sizes()
+    with_ceiling = worst_case(n, 1, 4, 1, ceiling=True)
+    assert with_ceiling.keys() - worst_case(n, 1, 4, 1).keys() == {"ceiling train"}
+    assert with_ceiling["ceiling train"] == 8 + 2 * 24 * 4 + 18  # S0's val baseline is shared
+    assert plan(n, 7.5, 150, 3, 4, 1, 900.0) == (1, 4)  # (3, 3) without the analyst's calls
+    with pytest.raises(SystemExit, match="--analyst-timeout-s"):
+        plan(n, 11.0, 150, 3, 4, 1, 900.0)
 
 
 def test_the_benchmark_counts_the_run_s_own_test_once(
@@ -163,3 +181,38 @@ def test_the_benchmark_counts_the_run_s_own_test_once(
         made[phase] += made.pop(following)
         worst[phase] += worst.pop(following)
     assert all(made[phase] <= worst[phase] for phase in made), (made, worst)
+
+
+def test_the_benchmark_with_an_analyst_reports_what_its_answers_became(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dry run (mock target) with --proposer api against a scripted analyst on its own
+    endpoint: one edit citing a failed trajectory, one citing nothing. The printout counts
+    them (proposed 2, dropped 1 with its reason), shows the answer, and runs the mock ceiling."""
+    from benchmarks.local_model import main
+    from tests.fakeserver import FakeModelServer, ModelRequest, Reply
+    from tests.helpers import trajectory_blocks
+
+    def analyst(request: ModelRequest) -> Reply:
+        cited = sorted(trajectory_blocks(request.text))[:1]
+        edits = [
+            {"op": "append", "text": "- Reply with the answer alone.", "rationale": "r", "support": cited},
+            {"op": "append", "text": "- Be kind.", "rationale": "r", "support": []},
+        ]
+        return Reply(text=json.dumps({"edits": edits}))
+
+    with FakeModelServer(analyst, side=analyst) as server:
+        argv = ["--base-url", "http://unused", "--model", "m", "--agent", "mock", "--out", str(tmp_path),
+                "--steps", "1", "--proposer", "api", "--analyst-base-url", f"{server.url}/v1",
+                "--analyst-model", "analyst-test", "--analyst-max-tokens", "300", "--analyst-timeout-s", "120"]  # fmt: skip
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "analyst: analyst-test at " in out and "max_tokens 300, at most 120 s per call" in out
+    assert server.requests and all(r.body.get("max_tokens") == 300 for r in server.requests)
+    api_line = next(line for line in out.splitlines() if line.startswith("  proposer (api):"))
+    assert api_line.startswith("  proposer (api): edits proposed 2, dropped 1, merged into equal ones 0,"), (
+        api_line
+    )
+    assert "dropped: " in out and "Be kind." in out and "Reply with the answer alone." in out
+    assert "\nceiling: " in out and "  proposer (mock): edits proposed " in out
+    assert "\nceiling train " in out  # its rollouts in the phase table
