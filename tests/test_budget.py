@@ -1,4 +1,4 @@
-"""The run's budgets (skilltune/train/budget.py): what counts as spent, what a resumed unit owes."""
+"""The run's budgets (skilltune/training/budget.py): what counts as spent, what a resumed unit owes."""
 
 from __future__ import annotations
 

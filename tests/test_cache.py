@@ -1,4 +1,4 @@
-"""The rollout cache (skilltune/cache.py): a key that changes with every input that determines a
+"""The rollout cache (skilltune/rollout/cache.py): a key that changes with every input that determines a
 rollout, a hit that copies the record folder instead of running the agent, --fresh, and what is
 never stored."""
 

@@ -1,4 +1,4 @@
-"""``skilltune run`` (skilltune/evaluate.py): summary.json's figures from the records (every task
+"""``skilltune run`` (skilltune/measure/evaluate.py): summary.json's figures from the records (every task
 weighs the same), statuses and the contaminated flag, the InfraFailure when nothing was scored, and
 the --out folder's refusals."""
 

@@ -1,4 +1,4 @@
-"""A run's skill versions read back (skilltune/lineage.py): the History of a finished mock run, and
+"""A run's skill versions read back (skilltune/review/lineage.py): the History of a finished mock run, and
 the hunks from the seed to the best version, each with the kept units that made it."""
 
 from __future__ import annotations

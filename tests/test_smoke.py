@@ -1,4 +1,4 @@
-"""``skilltune smoke`` (skilltune/smoke.py): the checks of a sound suite pass and leave no records
+"""``skilltune smoke`` (skilltune/measure/smoke.py): the checks of a sound suite pass and leave no records
 behind; a failing check keeps the records and names their folder; requirements.txt is read for
 package names."""
 

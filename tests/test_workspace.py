@@ -1,4 +1,4 @@
-"""Isolated workspaces (skilltune/workspace.py): the skill's placement, the baseline commit, the
+"""Isolated workspaces (skilltune/rollout/workspace.py): the skill's placement, the baseline commit, the
 agent's diff (changed, new, deleted and ignored files; nested repositories), the refusal of a
 workspace inside the suite, and the audit that finds reference data."""
 
