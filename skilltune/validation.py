@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -14,25 +14,25 @@ _OWN_MESSAGE = ("value_error", "assertion_error")
 _SHOWN_CHARS = 60
 
 
+class Wording(TypedDict, total=False):
+    """How ``field_problem`` words its messages (see there)."""
+
+    model: type[BaseModel] | None
+    raw: Mapping[str, Any] | None
+    owner: str | None
+    noun: str
+    top: str
+    described: bool
+    unknown_hint: str
+
+
 def field_problems(
-    error: ValidationError,
-    *,
-    model: type[BaseModel] | None = None,
-    raw: Mapping[str, Any] | None = None,
-    owner: str | None = None,
-    noun: str = "",
-    top: str = "(top)",
-    described: bool = False,
-    unknown_hint: str = "fix the spelling or remove it",
-    limit: int | None = None,
+    error: ValidationError, *, limit: int | None = None, **wording: Unpack[Wording]
 ) -> list[str]:
     """One message per error of ``error`` (repeats dropped, at most ``limit``); see ``field_problem``."""
     messages: list[str] = []
     for err in error.errors():
-        message = field_problem(
-            err, model=model, raw=raw, owner=owner, noun=noun, top=top, described=described,
-            unknown_hint=unknown_hint,
-        )  # fmt: skip
+        message = field_problem(err, **wording)
         if message not in messages:
             messages.append(message)
     return messages[:limit]

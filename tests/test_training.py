@@ -580,11 +580,13 @@ def test_cli_train_with_config_file_and_flags(tmp_path: Path) -> None:
     assert stored["max_steps"] == 2 and stored["batch"] == 4 and stored["seed"] == 6
     assert stored["agent_options"] == {"crn": True} and stored["proposer_options"] == {"p_right": 1.0}
     assert "results.tsv" in result.output
-    bad = tmp_path / "bad.toml"
-    bad.write_text("max_steps = [\n")
-    refused = runner.invoke(
-        app,
-        [
+    for name, text, named in (
+        ("bad", "max_steps = [\n", "not valid TOML"),
+        ("unknown", "colour = 'blue'\n", "colour"),
+    ):
+        bad = tmp_path / f"{name}.toml"
+        bad.write_text(text)
+        args = [
             "train",
             str(MOCK_SUITE),
             "--skill",
@@ -593,29 +595,9 @@ def test_cli_train_with_config_file_and_flags(tmp_path: Path) -> None:
             "x",
             "--runs-dir",
             str(tmp_path),
-            "--config",
-            str(bad),
-        ],
-    )
-    assert refused.exit_code == 2 and "not valid TOML" in refused.output
-    unknown = tmp_path / "unknown.toml"
-    unknown.write_text("colour = 'blue'\n")
-    refused = runner.invoke(
-        app,
-        [
-            "train",
-            str(MOCK_SUITE),
-            "--skill",
-            str(MOCK_SKILL),
-            "--tag",
-            "x",
-            "--runs-dir",
-            str(tmp_path),
-            "--config",
-            str(unknown),
-        ],
-    )
-    assert refused.exit_code == 2 and "colour" in refused.output
+        ]
+        refused = runner.invoke(app, [*args, "--config", str(bad)])
+        assert refused.exit_code == 2 and named in refused.output, (name, refused.output)
     assert not (tmp_path / "x").exists()
 
 

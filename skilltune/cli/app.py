@@ -40,8 +40,9 @@ def bare_flags(params: Any) -> None:
             param.metavar = ""
 
 
-class Command(TyperCommand):
-    """A command whose help reads as written: paragraphs reflowed, flags without a value placeholder."""
+class ReadableHelp:
+    """Help that reads as written: paragraphs reflowed, flags without a value placeholder (a mixin
+    for Typer's command and group classes)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         bare_flags(kwargs.get("params") or [])
@@ -49,23 +50,17 @@ class Command(TyperCommand):
         super().__init__(*args, **kwargs)
 
     def get_help_option(self, ctx: Any) -> TyperOption | None:
-        option = super().get_help_option(ctx)
+        option: TyperOption | None = super().get_help_option(ctx)  # type: ignore[misc]
         bare_flags([option])
         return option
 
 
-class Group(TyperGroup):
-    """A command group whose help reads as written (see Command)."""
+class Command(ReadableHelp, TyperCommand):
+    """A command whose help reads as written."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        bare_flags(kwargs.get("params") or [])
-        kwargs["help"] = reflow(kwargs.get("help"))
-        super().__init__(*args, **kwargs)
 
-    def get_help_option(self, ctx: Any) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        bare_flags([option])
-        return option
+class Group(ReadableHelp, TyperGroup):
+    """A command group whose help reads as written."""
 
 
 class Typer(typer.Typer):

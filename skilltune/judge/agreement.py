@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from skilltune.errors import UsageError
-from skilltune.judge.noise import JudgeNoise, judge_noise
+from skilltune.judge.noise import JudgeNoise, suite_judge_noise
 from skilltune.judge.scorer import INPUTS_FILE, JUDGE_FILE, JudgeError, JudgeScorer
 from skilltune.metric import Metric, as_metric
 from skilltune.runfiles import JudgeInputsFile, RolloutRecord, RunFileError
@@ -119,15 +119,7 @@ def judge_agreement(
         tokens += drawn.usage.tokens
         cost += drawn.usage.cost_usd
         verdicts.append(drawn.samples)
-    noise = judge_noise(
-        verdicts,
-        weights=settings.criteria_weights,
-        threshold=settings.pass_threshold,
-        suite_samples=settings.samples,
-        mixed_weight=suite.config.mixed_weight,
-        metric=metric,
-        replicate_scores=replicates,
-    )
+    noise = suite_judge_noise(suite, verdicts, metric=metric, replicate_scores=replicates)
     report = AgreementReport(
         suite=str(suite.source),
         rollouts=str(rollouts),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -20,6 +21,9 @@ from skilltune.judge.verdict import sample_passed, sample_soft
 from skilltune.metric import Metric
 from skilltune.runfiles.judge import JudgeVerdict
 from skilltune.stats import sample_sd, sample_variance
+
+if TYPE_CHECKING:
+    from skilltune.suite import Suite
 
 BOOTSTRAP = 400
 
@@ -60,6 +64,26 @@ def _pct(value: float | None) -> str:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def suite_judge_noise(
+    suite: Suite,
+    verdicts: Sequence[Sequence[JudgeVerdict]],
+    *,
+    metric: Metric,
+    replicate_scores: Mapping[str, Sequence[float]] | None = None,
+) -> JudgeNoise:
+    """``judge_noise`` with the suite's judge settings (criteria weights, pass threshold, samples)."""
+    settings = suite.judge
+    return judge_noise(
+        verdicts,
+        weights=settings.criteria_weights,
+        threshold=settings.pass_threshold,
+        suite_samples=settings.samples,
+        mixed_weight=suite.config.mixed_weight,
+        metric=metric,
+        replicate_scores=replicate_scores,
+    )
 
 
 def judge_noise(

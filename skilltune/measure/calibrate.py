@@ -181,19 +181,10 @@ def _judge_noise(
     suite: Suite, out: Path, metric: Metric, values: dict[str, list[float]]
 ) -> JudgeNoise | None:
     """The judge's noise, from the verdicts each judged rollout kept (needs samples >= 2 to show)."""
-    from skilltune.judge.noise import judge_noise
+    from skilltune.judge.noise import suite_judge_noise
     from skilltune.runfiles import JudgeFile
 
     if not any(suite.scoring_mode(t) == "judge" for t in suite.all_tasks()):
         return None
-    settings = suite.judge
     verdicts = [JudgeFile.read(p).samples for p in sorted((out / "rollouts" / "eval").glob("*/*/judge.json"))]
-    return judge_noise(
-        verdicts,
-        weights=settings.criteria_weights,
-        threshold=settings.pass_threshold,
-        suite_samples=settings.samples,
-        mixed_weight=suite.config.mixed_weight,
-        metric=metric,
-        replicate_scores=values,
-    )
+    return suite_judge_noise(suite, verdicts, metric=metric, replicate_scores=values)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult
 from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
@@ -160,6 +161,20 @@ class RolloutRunner:
             self.cache.store(key, folder, record.status)
         return record
 
+    def _identity(self, job: RolloutJob) -> dict[str, Any]:
+        """The fields that name a rollout in its record: the task, the draw and what ran it."""
+        return {
+            "task_id": job.task.id,
+            "split": job.task.split,
+            "phase": job.phase,
+            "replicate": job.replicate,
+            "seed": job.seed,
+            "candidate": job.candidate.hash if job.candidate else NO_SKILL,
+            "agent": self.backend.name,
+            "options_hash": self.options_hash,
+            "task_hash": self.suite.task_hash(job.task),
+        }
+
     def lost(self, job: RolloutJob, reason: str, attempts: int) -> RolloutRecord:
         """Record a rollout the executor lost (its worker or node died each time): ``crashed``, never
         scored, never cached; a contaminated batch for the gate, and a resume runs it again."""
@@ -167,16 +182,8 @@ class RolloutRunner:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         record = RolloutRecord(
-            task_id=job.task.id,
-            split=job.task.split,
-            phase=job.phase,
-            replicate=job.replicate,
-            seed=job.seed,
-            candidate=job.candidate.hash if job.candidate else NO_SKILL,
-            agent=self.backend.name,
+            **self._identity(job),
             model=self.options.model,
-            options_hash=self.options_hash,
-            task_hash=self.suite.task_hash(job.task),
             status="crashed",
             reason=reason,
             wall_s=0.0,
@@ -317,16 +324,8 @@ class RolloutRunner:
         if score is not None:
             write_json(folder / "score.json", score.file_json())
         record = RolloutRecord(
-            task_id=job.task.id,
-            split=job.task.split,
-            phase=job.phase,
-            replicate=job.replicate,
-            seed=job.seed,
-            candidate=job.candidate.hash if job.candidate else NO_SKILL,
-            agent=self.backend.name,
+            **self._identity(job),
             model=result.model or self.options.model,
-            options_hash=self.options_hash,
-            task_hash=self.suite.task_hash(job.task),
             status=status,
             reason=reason,
             score=score,
