@@ -159,17 +159,26 @@ def test_an_answer_cut_at_the_token_limit_is_repaired_once(caller: str, tmp_path
     assert "cut at the token limit" in server.requests[1].text
 
 
-@pytest.mark.parametrize("how", ["text", "tool call", "streamed tool call"])
+@pytest.mark.parametrize("how", ["text", "tool call", "streamed tool call", "tool call the client cuts"])
 def test_a_list_of_edits_cut_mid_list_keeps_its_complete_edits(how: str) -> None:
     """What the 1.5B analyst did by hand: grounded edits until the token limit cut the JSON in the
     third. The two complete edits are kept without another call, and the proposal says so; as text,
-    as a tool call whose arguments are not JSON, and as a streamed tool call (LangChain closes its
-    partial JSON: the last edit, cut short, is not kept)."""
+    as a tool call whose arguments are not JSON, as a streamed tool call (LangChain closes its
+    partial JSON: the last edit, cut short, is not kept), and as a tool call streamed a few
+    characters per piece by a server that ignores the limit (llama-cpp-python ignores
+    max_completion_tokens), which the client cuts: the arguments read so far are the answer (they
+    were dropped, and the analyst's answer reached the proposer empty)."""
     cut = EDITS[: EDITS.index(RULES[2]) + 5]  # inside the third edit's text
     if how == "text":
         limit = len(cut.split(" "))
         scenario = lambda r: Said(text=EDITS)  # noqa: E731
         fields: dict[str, Any] = {"limit_fields": ("max_tokens",)}
+    elif how == "tool call the client cuts":
+        size = 4
+        limit = -(-len(cut) // size)  # pieces up to the cut
+        whole = ToolCall("record_edits", EDITS, fragments=-(-len(EDITS) // size))
+        scenario = lambda r: Said(tool_calls=[whole])  # noqa: E731
+        fields = {}
     else:
         limit = 4096
         scenario = lambda r: Said(tool_calls=[ToolCall("record_edits", cut)], finish="length")  # noqa: E731

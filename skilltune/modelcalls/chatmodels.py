@@ -34,6 +34,7 @@ class Partial:
     is noticed."""
 
     text: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)  # streamed pieces of the tool call's arguments
     units: int = 0
     finish: str | None = None
     model: str | None = None
@@ -67,7 +68,7 @@ class _Pieces(BaseCallbackHandler):
         if message is None:
             return
         text = str(message.text)
-        args = any(c.get("args") for c in getattr(message, "tool_call_chunks", None) or [])
+        args = [str(c["args"]) for c in getattr(message, "tool_call_chunks", None) or [] if c.get("args")]
         if not (text or args):
             return
         if self.partial.units >= self.limit:  # the piece over the limit is not part of the reply
@@ -77,6 +78,7 @@ class _Pieces(BaseCallbackHandler):
         self.partial.units += 1
         if text:
             self.partial.text.append(text)
+        self.partial.args.extend(args)
 
 
 def messages_of(request: ChatRequest, provider: str) -> list[BaseMessage]:
@@ -201,10 +203,10 @@ def answer(
         result = runnable.invoke(messages, config=config)
     except Exception:
         if partial.cut:  # the read that failed when the connection was closed
-            return True
+            return _cut(partial)
         raise
     if partial.cut:
-        return True
+        return _cut(partial)
     if not isinstance(result, dict):
         _read(result, partial)
         return False
@@ -218,6 +220,16 @@ def answer(
     partial.parsed = parsed if isinstance(parsed, BaseModel) else None
     partial.parse_error = f"{type(error).__name__}: {error}" if error is not None else None
     return False
+
+
+def _cut(partial: Partial) -> bool:
+    """A stream the client cut: a forced tool call's arguments so far are the answer's text (a
+    model answering through the tool streams no text; the caller may read what came before the
+    cut, such as the complete items of a list)."""
+    if not "".join(partial.text) and partial.args:
+        partial.text = ["".join(partial.args)]
+        partial.raw_args = True
+    return True
 
 
 def _read(message: BaseMessage, partial: Partial) -> None:

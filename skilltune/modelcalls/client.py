@@ -288,6 +288,10 @@ class ModelClient:
             self._over_limit(token_param, request.max_tokens, outcome.cut, notes, events)
         if schema is not None and not outcome.cut:
             text = self._structured_text(schema, partial, text, notes, events)
+        elif schema is not None and partial.raw_args:
+            self._note(
+                f"the {schema.__name__} tool call was cut: its arguments so far are the text", notes, events
+            )
         estimated = partial.tokens_in is None or partial.tokens_out is None
         tokens_in = partial.tokens_in if partial.tokens_in is not None else request.prompt_chars() // 4
         tokens_out = (

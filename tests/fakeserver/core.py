@@ -22,6 +22,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] | str  # a string for free-form (custom) tools such as codex's apply_patch
     call_id: str = "call_1"
+    fragments: int | None = None  # Chat Completions streams the arguments in this many pieces (default 3)
 
 
 @dataclass

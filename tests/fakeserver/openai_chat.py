@@ -137,7 +137,8 @@ def stream(request: ModelRequest, reply: Reply) -> Iterator[str]:
         head = {"index": index, "id": call["id"], "type": "function"}
         head["function"] = {"name": call["function"]["name"], "arguments": ""}
         yield chunk([delta({"tool_calls": [head]})])
-        for piece in _fragments(call["function"]["arguments"]):
+        parts = reply.tool_calls[index].fragments if index < len(reply.tool_calls) else None
+        for piece in _fragments(call["function"]["arguments"], parts or _ARGUMENT_FRAGMENTS):
             yield chunk([delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})])
     usage_chunk = bool((request.body.get("stream_options") or {}).get("include_usage"))
     yield chunk([delta({}, _finish(reply))], usage=not usage_chunk)
