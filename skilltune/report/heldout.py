@@ -10,7 +10,7 @@ from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Comparison, TrainConfig
 
-# The prefix of an exhausted run's reason (train/budget.py's BudgetExhausted) -> the flag that raises it.
+# The prefix of an exhausted run's reason (training/budget.py's BudgetExhausted) -> the flag that raises it.
 _BUDGET_FLAGS = {
     "rollout budget": "--budget-rollouts",
     "token budget": "--budget-tokens",
