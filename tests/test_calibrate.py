@@ -38,6 +38,14 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
     assert not any("cannot keep any edit" in lever for lever in result.levers)
 
 
+def test_an_unknown_metric_is_refused_before_any_rollout(tmp_path: Path) -> None:
+    """The Python API's edge: calibrate(metric="bogus") is a UsageError naming the metrics, before
+    anything runs (it ran every rollout, then failed with a KeyError on the first record)."""
+    with pytest.raises(UsageError, match="unknown metric 'bogus': use hard, soft or mixed"):
+        calibrate(MOCK_SUITE, MOCK_SKILL, reps=1, metric="bogus", out=tmp_path / "cal")  # type: ignore[arg-type]
+    assert not (tmp_path / "cal").exists()
+
+
 def test_regimes_flaky_tasks_and_levers(tmp_path: Path) -> None:
     tasks = [rule_task(f"v{i}", ["state-a-default"]) for i in range(4)] + [
         {

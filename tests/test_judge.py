@@ -550,3 +550,14 @@ def test_judge_agreement_counts_the_verdicts_a_judge_did_give(tmp_path: Path) ->
     # each rollout: two verdicts came, one never did; the two still measure agreement
     assert (report.rejudged, report.unusable, report.skipped) == (4, 4, {})
     assert report.noise.hard_agreement == 1.0
+
+
+def test_an_unknown_judge_option_is_refused_with_the_keys_there_are(tmp_path: Path) -> None:
+    """``--judge-opt foo=1`` names the option and lists the judge's keys, as the agent, proposer
+    and gate options do, instead of a bare "unknown field"."""
+    root = judged_suite(tmp_path / "s", "http://127.0.0.1:9/v1", samples=1)
+    with pytest.raises(UsageError) as refused:
+        load_suite(root, judge_options={"foo": 1})
+    message = str(refused.value)
+    assert message.startswith("--judge-opt: unknown judge option 'foo'")
+    assert "known: " in message and "max_tokens" in message and "samples" in message

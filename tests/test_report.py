@@ -148,6 +148,20 @@ def test_report_of_a_run_stopped_in_a_gate_shows_its_unfinished_unit(tmp_path: P
     assert _card(html, "rollouts") == sum(n for n, _ in table.values()) == spent
 
 
+def test_held_out_commands_give_option_values_as_the_flags_read_them_back() -> None:
+    """A stored option that is not plain text (a bool, a list, a number-like or comma text) is
+    written so that --agent-opt reads back the same value, not its Python spelling."""
+    from skilltune.cli.app import parse_agent_opts
+    from skilltune.report.heldout import _options
+
+    options = {"stream": False, "extra_args": ["--x", "y"], "temperature": 0.2, "model": "m-1",
+               "tag": "7", "note": "a,b", "table": {"k": None}}  # fmt: skip
+    words = _options("--agent-opt", options)
+    assert words[0::2] == ["--agent-opt"] * len(options)
+    assert parse_agent_opts(words[1::2]) == options
+    assert "model=m-1" in words
+
+
 def test_no_held_out_comparison_says_why_and_its_commands_make_one(tmp_path: Path) -> None:
     """A run out of budget after a kept step: the page says the budget ran out before the held-out
     test, and each command it gives makes the comparison (resume with the budget raised; compare)."""

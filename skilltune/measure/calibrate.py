@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from skilltune.gate import val_size_notes
 from skilltune.judge.noise import JudgeNoise
 from skilltune.measure.evaluate import evaluate
-from skilltune.metric import Metric
+from skilltune.metric import Metric, as_metric
 from skilltune.session import RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.stats import sample_sd, tasks_to_accept
@@ -117,6 +117,7 @@ def calibrate(
 
     ``settings`` and the keywords in ``given`` are a RolloutSettings, as ``evaluate`` takes them.
     """
+    metric = as_metric(metric)  # before any rollout runs
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     summary = evaluate(suite, skill, split=split, reps=reps, out=out, force=force, settings=settings, **given)
     out = Path(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from typing import Any
@@ -10,7 +11,7 @@ from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Comparison, TrainConfig
 
-# The prefix of an exhausted run's reason (train/budget.py's BudgetExhausted) -> the flag that raises it.
+# The prefix of an exhausted run's reason (training/budget.py's BudgetExhausted) -> the flag that raises it.
 _BUDGET_FLAGS = {
     "rollout budget": "--budget-rollouts",
     "token budget": "--budget-tokens",
@@ -147,4 +148,15 @@ def _compare(config: TrainConfig, run: RunDir) -> str:
 
 
 def _options(flag: str, options: dict[str, Any]) -> list[str]:
-    return [word for key, value in options.items() for word in (flag, f"{key}={value}")]
+    return [word for key, value in options.items() for word in (flag, f"{key}={_value(value)}")]
+
+
+def _value(value: Any) -> str:
+    """``value`` as the option flags read it back (cli.app.parse_agent_opts: JSON when it parses,
+    a list when it holds a comma, else text): plain text as it is, anything else as JSON."""
+    if isinstance(value, str) and "," not in value:
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value)

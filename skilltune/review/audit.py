@@ -35,7 +35,7 @@ from skilltune.skill import Candidate
 from skilltune.suite import Suite, load_suite
 from skilltune.textfmt import one_line
 
-SLOW_UPDATE_BLOCK = "slow-update"  # the block an epoch update writes (train/epoch.py)
+SLOW_UPDATE_BLOCK = "slow-update"  # the block an epoch update writes (training/epoch.py)
 _CLIP = 160
 
 

@@ -89,7 +89,8 @@ class RolloutRecord(RunFile):
     @property
     def spent_tokens(self) -> int:
         """The tokens this rollout used, its agent's and its judge's: what budgets and the report count
-        (a record copied from a shared cache, ``cached_from``, cost nothing in this run)."""
+        (they skip a record copied from a shared cache, ``cached_from``: it cost nothing in this run;
+        this figure is the original rollout's all the same)."""
         judged = self.judge.tokens if self.judge is not None else 0
         return (self.tokens_in or 0) + (self.tokens_out or 0) + judged
 

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 SCORE_SCHEMA_VERSION = 2
 FEEDBACK_LIMIT = 4000  # characters of feedback a score keeps
 
-# The gate metric: which of a Score's three figures a command compares.
-
 
 class Score(BaseModel):
     """How well one rollout did.

@@ -94,7 +94,9 @@ class Suite(ABC):
             try:
                 judge_settings(self.config.judge, options.judge_options)
             except ValidationError as exc:
-                problems = "; ".join(field_problems(exc, top="judge"))
+                problems = "; ".join(
+                    field_problems(exc, model=JudgeSettings, noun="judge option", top="judge")
+                )
                 raise UsageError(f"--judge-opt: {problems}") from None
         self.options = options
         return self

@@ -1,4 +1,4 @@
-"""``skilltune.training`` and ``skilltune.resume``: start or continue a training run.
+"""``skilltune.train`` and ``skilltune.resume``: start or continue a training run.
 
 ``train`` checks every setting before anything is written, lays the run directory out
 beside its final place and renames it in (config.json with secrets redacted, the seed,

@@ -124,7 +124,7 @@ class ValSampler:
 
     With a secondary suite named (skill-trainer's two-suite rule) the gate gets the primary
     tasks' records and the secondary tasks' are kept for the regression test
-    (``train/secondary.py``).
+    (``training/secondary.py``).
     """
 
     def __init__(
