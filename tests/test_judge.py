@@ -561,3 +561,17 @@ def test_an_unknown_judge_option_is_refused_with_the_keys_there_are(tmp_path: Pa
     message = str(refused.value)
     assert message.startswith("--judge-opt: unknown judge option 'foo'")
     assert "known: " in message and "max_tokens" in message and "samples" in message
+
+
+def test_a_long_correction_keeps_the_hint_that_the_answer_was_cut() -> None:
+    """The judge's correction is cut to 300 characters: the token-limit hint ask_structured appends
+    last survives a long problem (it was cut off)."""
+    from skilltune.judge.prompt import correction
+
+    hint = " (the answer was cut at the token limit, 60 tokens: answer shorter, with fewer or shorter items)"
+    problem = "the verdict does not validate: " + "criteria.0.score: not a number; " * 20 + hint.strip(" ")
+    problem = problem.removesuffix(hint.strip(" ")) + hint
+    said = correction("USER", 2, problem)
+    assert "answer shorter, with fewer or shorter items)" in said
+    assert "criteria.0.score" in said and len(said) < len("USER") + 600
+    assert correction("USER", 2, "short problem").count("short problem") == 1

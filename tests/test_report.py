@@ -162,6 +162,22 @@ def test_held_out_commands_give_option_values_as_the_flags_read_them_back() -> N
     assert "model=m-1" in words
 
 
+def test_held_out_command_asks_for_a_redacted_secret_rather_than_sending_the_mark(tmp_path: Path) -> None:
+    """config.json keeps a secret option redacted: the suggested compare command leaves it out and
+    says which flag to add, so a pasted command never sends the redaction mark as the key."""
+    from skilltune.report.heldout import _compare
+    from skilltune.rundir import RunDir
+    from skilltune.runfiles import TrainConfig
+    from skilltune.store import REDACTED
+
+    config = TrainConfig(suite="s", skill="k", tag="t", agent="openai",
+                         agent_options={"model": "m", "api_key": REDACTED})  # fmt: skip
+    command = _compare(config, RunDir(tmp_path / "t"))
+    assert REDACTED not in command
+    assert "--agent-opt model=m" in command
+    assert command.endswith("# and --agent-opt api_key=... (not kept in config.json)")
+
+
 def test_no_held_out_comparison_says_why_and_its_commands_make_one(tmp_path: Path) -> None:
     """A run out of budget after a kept step: the page says the budget ran out before the held-out
     test, and each command it gives makes the comparison (resume with the budget raised; compare)."""

@@ -337,7 +337,7 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
         )
 
     def complete(self, prompt: str, model: str | None, wall_limit_s: float = 600.0) -> AgentResult:
-        """The CLI as a plain model (for proposers): no tools, an empty folder, the prompt in, text out."""
+        """The CLI as a plain model (for the proposers and the judge): no tools, an empty folder, the prompt in, text out."""
         from skilltune.suite import Task
 
         folder = Path(tempfile.mkdtemp(prefix=f"skilltune-{self.name}-ask-"))

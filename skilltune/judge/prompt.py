@@ -75,7 +75,17 @@ def messages(case: JudgeCase) -> tuple[str, str]:
 def correction(user: str, attempt: int, problem: str) -> str:
     """The user message again, with why the last answer was refused (the same prompt at temperature
     0 would give the same malformed answer)."""
-    return user + CORRECTION.format(attempt=attempt, problem=problem[:300])
+    return user + CORRECTION.format(attempt=attempt, problem=shorten(problem, 300))
+
+
+def shorten(problem: str, limit: int) -> str:
+    """``problem`` in at most about ``limit`` characters, its last parenthesis kept whole (where
+    ``ask_structured`` says that the answer was cut at the token limit and should be shorter)."""
+    if len(problem) <= limit:
+        return problem
+    cut = problem.rfind(" (")
+    tail = problem[cut:] if cut > 0 and problem.endswith(")") and len(problem) - cut < limit // 2 else ""
+    return problem[: limit - len(tail)].rstrip() + "..." + tail
 
 
 def reference_text(task: Task, suite_root: Path) -> str | None:

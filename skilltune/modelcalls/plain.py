@@ -37,7 +37,7 @@ from skilltune.validation import field_problems
 
 T = TypeVar("T")
 Cancel = Callable[[], bool] | None
-_FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
+FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 _TOOLS_REFUSED = re.compile(r"\btools?\b|function|tool_choice", re.I)
 
 
@@ -178,7 +178,7 @@ def with_user(request: ChatRequest, prompt: str) -> ChatRequest:
 def parse_json(text: str) -> Any:
     """The JSON in a model's answer (bare, or in a fenced block): the whole block when it is JSON
     (an array too: small models answer a bare list), else the outermost object in it."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    candidates = [m.group(1) for m in FENCE.finditer(text)] + [text]
     for chunk in candidates:
         try:
             return json.loads(chunk)

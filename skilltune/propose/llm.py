@@ -12,7 +12,6 @@ limits, and ends at once when the run is asked to stop (``stop_requested``: the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from skilltune.modelcalls import (
     resolve_endpoint,
 )
 from skilltune.modelcalls.plain import (
+    FENCE,
     Answer,
     APIPlainModel,
     Asked,
@@ -51,7 +51,6 @@ from skilltune.propose.vet import (
 )
 
 T = TypeVar("T")
-_FENCE = re.compile(r"```(?:json|markdown|md)?\s*\n(.*?)```", re.S)
 
 
 class ProposerUnavailable(SkilltuneError):
@@ -114,7 +113,7 @@ def read_anchors(answer: Answer) -> list[str | None]:
 
 def extract_document(text: str) -> str:
     """A whole skill document from an answer: the fenced block when there is one."""
-    fenced = [m.group(1) for m in _FENCE.finditer(text)]
+    fenced = [m.group(1) for m in FENCE.finditer(text)]
     body = max(fenced, key=len) if fenced else text
     return body.strip() + "\n"
 

@@ -10,6 +10,7 @@ from typing import Any
 from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Comparison, TrainConfig
+from skilltune.store import REDACTED
 
 # The prefix of an exhausted run's reason (training/budget.py's BudgetExhausted) -> the flag that raises it.
 _BUDGET_FLAGS = {
@@ -144,11 +145,24 @@ def _compare(config: TrainConfig, run: RunDir) -> str:
     if config.prompt_variant != "cheap":
         words += ["--prompt-variant", config.prompt_variant]
     words += _options("--judge-opt", config.judge_options)
-    return shlex.join(words)
+    # A secret is stored redacted in config.json: the user supplies it, not the redaction mark.
+    secret = [
+        f"{flag} {key}=..."
+        for flag, options in (("--agent-opt", config.agent_options), ("--judge-opt", config.judge_options))
+        for key, value in options.items()
+        if value == REDACTED
+    ]
+    return shlex.join(words) + (f"  # and {', '.join(secret)} (not kept in config.json)" if secret else "")
 
 
 def _options(flag: str, options: dict[str, Any]) -> list[str]:
-    return [word for key, value in options.items() for word in (flag, f"{key}={_value(value)}")]
+    """The option flags as given, but for a secret (redacted in config.json: see ``_compare``)."""
+    return [
+        word
+        for key, value in options.items()
+        if value != REDACTED
+        for word in (flag, f"{key}={_value(value)}")
+    ]
 
 
 def _value(value: Any) -> str:
