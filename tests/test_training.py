@@ -583,6 +583,7 @@ def test_cli_train_with_config_file_and_flags(tmp_path: Path) -> None:
     for name, text, named in (
         ("bad", "max_steps = [\n", "not valid TOML"),
         ("unknown", "colour = 'blue'\n", "colour"),
+        ("value", "max_steps = 2\n\nreps = 'many'\n[agent_options]\ncrn = true\n", "value.toml:3: 'reps'"),
     ):
         bad = tmp_path / f"{name}.toml"
         bad.write_text(text)

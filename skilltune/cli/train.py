@@ -63,7 +63,40 @@ def read_config_file(path: Path) -> dict[str, Any]:
     for table in ("agent_options", "proposer_options", "gate_options", "judge_options", "edit_budget"):
         if table in settings and not isinstance(settings[table], dict):
             raise UsageError(f"{path}: {table} must be a table ([{table}] with key = value lines)")
+    _check_values(path, settings, TrainConfig)
     return settings
+
+
+def _check_values(path: Path, settings: dict[str, Any], model: type[Any]) -> None:
+    """Each value of the file checked as its setting, refused with the file and line that set it
+    (the flags' own errors name the flag; a file's must name the file)."""
+    from pydantic import ValidationError
+
+    from skilltune.validation import field_problem
+
+    required = {name: "-" for name, info in model.model_fields.items() if info.is_required()}
+    try:
+        model(**(required | settings))
+    except ValidationError as exc:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        problems = []
+        for err in exc.errors():
+            key = str(err["loc"][0]) if err["loc"] else ""
+            if key not in settings:
+                continue  # a value given as a flag, or one that only the whole run can check
+            at = next((i for i, line in enumerate(lines, 1) if _sets(line, key)), None)
+            where = f"{path}:{at}" if at else str(path)
+            problems.append(f"{where}: {field_problem(err, model=model)}")
+        if problems:
+            raise UsageError(
+                "\n".join(problems) + "\n(fix the value in the file, or give the flag)"
+            ) from None
+
+
+def _sets(line: str, key: str) -> bool:
+    """Whether a TOML line sets ``key`` (written with - or _) or opens its table."""
+    head = line.strip().split("=", 1)[0].strip().strip("[]").replace("-", "_")
+    return head == key
 
 
 def print_units(run_dir: Path) -> None:
