@@ -159,7 +159,10 @@ def test_an_answer_cut_at_the_token_limit_is_repaired_once(caller: str, tmp_path
     assert "cut at the token limit" in server.requests[1].text
 
 
-@pytest.mark.parametrize("how", ["text", "tool call", "streamed tool call", "tool call the client cuts"])
+@pytest.mark.parametrize(
+    "how",
+    ["text", "tool call", "streamed tool call", "tool call the client cuts", "tool call cut as 'tool_calls'"],
+)
 def test_a_list_of_edits_cut_mid_list_keeps_its_complete_edits(how: str) -> None:
     """What the 1.5B analyst did by hand: grounded edits until the token limit cut the JSON in the
     third. The two complete edits are kept without another call, and the proposal says so; as text,
@@ -173,6 +176,13 @@ def test_a_list_of_edits_cut_mid_list_keeps_its_complete_edits(how: str) -> None
         limit = len(cut.split(" "))
         scenario = lambda r: Said(text=EDITS)  # noqa: E731
         fields: dict[str, Any] = {"limit_fields": ("max_tokens",)}
+    elif how == "tool call cut as 'tool_calls'":
+        # llama-cpp-python honours max_tokens but ends the cut tool call with finish "tool_calls"
+        limit = 40
+        scenario = lambda r: Said(
+            tool_calls=[ToolCall("record_edits", cut, fragments=limit)], usage_out=limit
+        )  # noqa: E731
+        fields = {}
     elif how == "tool call the client cuts":
         size = 4
         limit = -(-len(cut) // size)  # pieces up to the cut

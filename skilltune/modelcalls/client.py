@@ -44,12 +44,17 @@ class _Outcome:
     cut: bool = False  # the client stopped reading: the stream ran past the token limit
 
 
+def _used(partial: Partial) -> int:
+    """The answer's output tokens: as the server reported them, else the streamed pieces."""
+    return partial.tokens_out if partial.tokens_out is not None else partial.units
+
+
 def _tokens_used(outcome: _Outcome | None) -> int | None:
     """The tokens an attempt used, as the endpoint counted them (None: unknown)."""
     partial = outcome.partial if outcome is not None else None
     if partial is None or partial.tokens_in is None:
         return None
-    return partial.tokens_in + (partial.tokens_out if partial.tokens_out is not None else partial.units)
+    return partial.tokens_in + _used(partial)
 
 
 class ModelClient:
@@ -286,6 +291,13 @@ class ModelClient:
         if over:
             finish = "length"
             self._over_limit(token_param, request.max_tokens, outcome.cut, notes, events)
+        elif schema is not None and finish != "length" and _used(partial) >= request.max_tokens:
+            # llama-cpp-python ends a forced tool call cut at max_tokens with finish "tool_calls": a
+            # structured answer that used its whole limit is read as cut (the caller keeps what is
+            # complete). Text answers keep the finish the server gave.
+            self._note(f"the answer used its whole token limit ({request.max_tokens}) and ended "
+                       f"{finish!r}: read as cut at the limit", notes, events)  # fmt: skip
+            finish = "length"
         if schema is not None and not outcome.cut:
             text = self._structured_text(schema, partial, text, notes, events)
         elif schema is not None and partial.raw_args:
