@@ -80,6 +80,11 @@ class Gate(ABC, Generic[GateOptionsT]):
     @abstractmethod
     def decide(self, sampler: Sampler) -> Verdict: ...
 
+    def cannot_accept(self, tasks: int) -> str | None:
+        """Why a decision on ``tasks`` val tasks could never accept, whatever the rollouts showed
+        (it is then rejected without running any); None when it can."""
+        return None
+
     def _one_pass(self, sampler: Sampler) -> tuple[Round, list[float], Verdict | None]:
         cand, inc = sampler.round(0, self.reps)
         rollouts = len(cand) + len(inc)
@@ -271,6 +276,11 @@ class SequentialOptions(GateOptions):
     futility_from: int = Field(default=1, ge=1, description="replicates per task before futility may stop")
     rho: float = Field(default=2.0, gt=0.0, description="power-family spending exponent")
     seed: int = Field(default=0, description="seed of the Monte Carlo reference (many tasks only)")
+    stop_on_repeat: bool = Field(
+        default=True,
+        description="reject once every task's replicates repeat exactly and p is above the level "
+        "(further rounds of a deterministic target cannot change the decision)",
+    )
 
     def smallest_gain(self) -> float | None:
         return self.min_effect
@@ -311,6 +321,16 @@ class SequentialGate(Gate[SequentialOptions]):
         o = self.options
         return SequentialTest(
             o.alpha, tasks, o.max_reps, o.min_effect, o.futility_confidence, o.rho, o.futility_from, o.seed
+        )
+
+    def cannot_accept(self, tasks: int) -> str | None:
+        floor = 2.0**-tasks
+        if floor <= self.alpha:
+            return None
+        return (
+            f"cannot accept: with {tasks} val task(s) the smallest sign-flip p is 2^-{tasks} = {floor:.3g}, "
+            f"above this decision's level {self.alpha:.3g} (it needs {tasks_to_accept(self.alpha)} val tasks); "
+            "no rollout was run"
         )
 
     def decide(self, sampler: Sampler) -> Verdict:
@@ -365,6 +385,15 @@ class SequentialGate(Gate[SequentialOptions]):
                 return self._verdict(
                     "reject", f"undecided at the cap of {self.max_reps} replicates (gain {gain:+.3f})", rounds
                 )
+            if self.options.stop_on_repeat and k >= 1 and stat.p > self.alpha and _repeated(by_task):
+                # Every later round would bring the same differences, so the same p: no look can
+                # accept. Stopping to reject never raises the chance of a wrong keep.
+                return self._verdict(
+                    "reject",
+                    f"replicates repeat exactly {where}: more rounds cannot change the differences, and p "
+                    f"{stat.p:.3g} is above the decision's level {self.alpha:.3g} (gain {gain:+.3f})",
+                    rounds,
+                )
         raise AssertionError("the sequential test always decides by its last look")
 
     def _verdict(self, decision: Decision, reason: str, rounds: list[Round]) -> Verdict:
@@ -385,6 +414,15 @@ def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: Metric) 
         )
         for task in sorted(set(a) & set(b))
     ]
+
+
+def _repeated(by_task: dict[str, list[Pair]]) -> bool:
+    """Whether every task has two or more rounds, all scored, all alike (both arms' scores)."""
+    for pairs in by_task.values():
+        seen = {(p.incumbent, p.candidate) for p in pairs}
+        if len(pairs) < 2 or len(seen) != 1 or None in next(iter(seen)):
+            return False
+    return bool(by_task)
 
 
 def _metric(record: RolloutRecord, metric: Metric) -> float | None:

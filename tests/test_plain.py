@@ -179,9 +179,8 @@ def test_a_list_of_edits_cut_mid_list_keeps_its_complete_edits(how: str) -> None
     elif how == "tool call cut as 'tool_calls'":
         # llama-cpp-python honours max_tokens but ends the cut tool call with finish "tool_calls"
         limit = 40
-        scenario = lambda r: Said(
-            tool_calls=[ToolCall("record_edits", cut, fragments=limit)], usage_out=limit
-        )  # noqa: E731
+        called = [ToolCall("record_edits", cut, fragments=limit)]
+        scenario = lambda r: Said(tool_calls=called, usage_out=limit)  # noqa: E731
         fields = {}
     elif how == "tool call the client cuts":
         size = 4

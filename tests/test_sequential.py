@@ -338,3 +338,47 @@ def test_the_benchmark_simulates_the_gate_itself(tasks: int, alpha: float) -> No
             if outcome is not None:
                 break
         assert (outcome == "accept", k + 1) == (bool(accepted[d]), int(used[d])), d
+
+
+class RepeatingSampler:
+    """A near-deterministic target: every round repeats the first exactly (``improved`` of ``tasks``
+    tasks go 0 -> 1, the others stay at 0.5)."""
+
+    def __init__(self, improved: int, tasks: int = 12) -> None:
+        self.improved, self.tasks = improved, tasks
+        self.calls = 0
+
+    def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
+        self.calls += 1
+        cand = [_rec(f"t{t}", index, 1.0 if t < self.improved else 0.5, "cand") for t in range(self.tasks)]
+        inc = [
+            _rec(f"t{t}", 500 + index, 0.0 if t < self.improved else 0.5, "inc") for t in range(self.tasks)
+        ]
+        return cand, inc
+
+
+def test_a_decision_whose_further_rounds_cannot_change_its_outcome_stops() -> None:
+    """What a 1.5B local target did: 5 of 12 val tasks fixed, none broken, replicates identical. The
+    p of 5 changed tasks is 1/32 at every round, above the level 0.024: once the second round
+    repeats the first, the gate rejects (it ran to the cap of 3, 48 more rollouts for nothing);
+    6 fixed tasks (p 1/64) can still cross at a later look, and the gate goes on until they do."""
+    settings = {"alpha": 0.024, "max_reps": 3}
+    stopped = make_gate("sequential", "mixed", 1, **settings).decide(sampler := RepeatingSampler(5))
+    assert stopped.decision == "reject" and len(stopped.rounds) == 2 and sampler.calls == 2
+    assert stopped.reason.startswith("replicates repeat exactly after 2 replicate(s) of 12 task(s)")
+    assert "p 0.0312 is above the decision's level 0.024" in stopped.reason
+    capped = make_gate("sequential", "mixed", 1, **settings, stop_on_repeat=False).decide(RepeatingSampler(5))
+    assert capped.decision == "reject" and len(capped.rounds) == 3 and "cap of 3" in capped.reason
+    assert stopped.rollouts == capped.rollouts - 24
+    kept = make_gate("sequential", "mixed", 1, **settings).decide(RepeatingSampler(6))
+    assert kept.decision == "accept" and len(kept.rounds) >= 2
+
+
+def test_a_gate_says_when_a_decision_cannot_accept() -> None:
+    gate = make_gate("sequential", "mixed", 1, alpha=0.05)
+    assert gate.cannot_accept(5) is None
+    assert gate.cannot_accept(4) == (
+        "cannot accept: with 4 val task(s) the smallest sign-flip p is 2^-4 = 0.0625, above this decision's "
+        "level 0.05 (it needs 5 val tasks); no rollout was run"
+    )
+    assert make_gate("strict", "mixed", 1).cannot_accept(1) is None

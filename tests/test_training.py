@@ -25,7 +25,7 @@ from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RESULTS_HEADER, RunDir
-from skilltune.runfiles import StageDone
+from skilltune.runfiles import StageDone, Verdict
 from skilltune.skill import load_skill
 from skilltune.store import read_json
 from skilltune.training import resume, train
@@ -307,6 +307,28 @@ def test_train_warns_when_the_val_split_is_too_small_for_some_levels(tmp_path: P
           reporter=PlainReporter(stream))  # fmt: skip
     assert "gate: to be kept, an edit must improve at least 5 of the 16 val tasks" in stream.getvalue()
     assert "cannot keep any edit" not in stream.getvalue()
+
+
+def test_a_decision_that_cannot_accept_runs_no_rollouts(tmp_path: Path) -> None:
+    """Three val tasks: the smallest sign-flip p is 1/8, above the level 0.05 of a one-decision run.
+    The candidate reaches the gate and is rejected with the reason, and no val rollout is run."""
+    from tests.helpers import rule_task, write_suite
+
+    tasks = [rule_task(f"t{i}", ["state-a-default"]) for i in range(3)]
+    suite = write_suite(tmp_path / "suite", tasks, [t | {"id": f"v{i}"} for i, t in enumerate(tasks)])
+    result = train(
+        suite, MOCK_SKILL, tag="tiny", runs_dir=str(tmp_path), max_steps=1, seed=1, reporter=quiet()
+    )
+    run = RunDir(Path(result.run_dir))
+    verdict = Verdict.read(run.unit_dir("step", 1) / "gate.json")
+    assert verdict.decision == "reject" and verdict.rollouts == 0 and verdict.rounds == []
+    assert verdict.reason.startswith(
+        "cannot accept: with 3 val task(s) the smallest sign-flip p is 2^-3 = 0.125"
+    )
+    assert verdict.alpha == 0.05
+    step = run.unit_dir("step", 1)
+    assert list(step.glob("rollouts/gate/**/record.json")) == []
+    assert list(step.glob("rollouts/*/*/*/record.json")), "the step ran its train rollouts"
 
 
 def _units(run: RunDir) -> list[tuple[str, int]]:

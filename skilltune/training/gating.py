@@ -278,6 +278,11 @@ def decide(
                 decision="reject", reason="the run's alpha is spent: its plan of decisions is exhausted",
                 metric=ctx.config.metric, val_candidate=None, val_incumbent=None, rounds=[], rollouts=0,
             )  # fmt: skip
+        elif (why := gate.cannot_accept(len(ctx.suite.tasks("val")))) is not None:
+            verdict = Verdict(
+                decision="reject", reason=why, metric=ctx.config.metric, val_candidate=None,
+                val_incumbent=None, rounds=[], rollouts=0,
+            )  # fmt: skip
         else:
             pool = IncumbentPool.of(ctx, incumbent, done)
             val = ctx.suite.tasks("val")
