@@ -104,6 +104,37 @@ def test_an_anchor_not_in_the_skill_is_repaired_in_one_round(tmp_path: Path) -> 
     assert _record(run, 1).decision in ("accept", "reject")
 
 
+def test_an_anchor_the_repair_cannot_place_is_appended_at_the_end(tmp_path: Path) -> None:
+    """What the 1.5B model did by hand: the anchor is a line of the trajectory, and the repair answers
+    with the edit's own text, which is not in the skill either. The rule it meant to add is
+    appended at the end of the skill (an anchor found twice would be left for the merge to drop)."""
+    trajectory_line = "Do the postmortem for the checkout outage."
+
+    def respond(body: dict[str, Any]) -> str:
+        if "<failed_anchors>" in prompt_of(body):
+            return json.dumps({"anchors": [POOL["p-impact"]]})
+        edit = {
+            "op": "replace",
+            "anchor": trajectory_line,
+            "text": POOL["p-impact"],
+            "support": [_first_id(body)],
+        }
+        return _answer([edit])
+
+    run = _train(tmp_path, respond, "unanchored", max_steps=1)
+    folder = run.unit_dir("step", 1)
+    reflections = ReflectionsFile.read(folder / "reflections.json")
+    assert [(e.op, e.anchor) for e in reflections.edits] == [("append", None)]
+    assert reflections.notes["anchor_repair"] == (
+        "0 of 1 anchors repaired; 1 edit(s) whose anchor is nowhere in the skill appended at its end instead"
+    )
+    seed = (MOCK_SKILL / "SKILL.md").read_text()
+    candidate = (folder / "candidate_skill.md").read_text()
+    assert POOL["p-impact"] not in seed and f"\n{POOL['p-impact']}\n" in candidate
+    assert trajectory_line not in candidate
+    assert _record(run, 1).decision in ("accept", "reject")
+
+
 def test_a_candidate_over_the_growth_cap_is_gated_with_the_edits_that_fit(tmp_path: Path) -> None:
     long_rule = "- " + "Check every section twice before you finish. " * 40  # 1,842 characters
 

@@ -45,6 +45,7 @@ from skilltune.propose.vet import (
     AnchorRepair,
     anchor_problem,
     anchor_repair_prompt,
+    append_unanchored,
     cited,
     parse_anchor_repair,
     repair_anchors,
@@ -209,9 +210,14 @@ class ModelProposer(Proposer):
         notes = dict(proposal.notes)
         if asked.value is None:
             notes["anchor_repair"] = f"0 of {len(failed)} anchors repaired: {asked.problems[-1]}"
-            return proposal.model_copy(update={"notes": notes})
-        edits, repaired = repair_anchors(edits, [i for i, _ in failed], asked.value, packet)
-        notes["anchor_repair"] = f"{repaired} of {len(failed)} anchors repaired"
+        else:
+            edits, repaired = repair_anchors(edits, [i for i, _ in failed], asked.value, packet)
+            notes["anchor_repair"] = f"{repaired} of {len(failed)} anchors repaired"
+        edits, turned = append_unanchored(edits, packet)
+        if turned:
+            notes["anchor_repair"] += (
+                f"; {turned} edit(s) whose anchor is nowhere in the skill appended at its end instead"
+            )
         return proposal.model_copy(update={"edits": edits, "notes": notes})
 
     def _rewrite(self, packet: EvidencePacket) -> Proposal:

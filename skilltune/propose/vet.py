@@ -3,7 +3,9 @@
 An edit that cites no trajectory the proposer was shown is dropped (with its reason, kept in
 reflections.json): support is counted in code, and an edit nobody can trace to evidence (a
 small model copies the schema's ``"<trajectory id>"``) has none. An anchor that is not in the
-skill, or not once, is sent back to the model once with the lines it may copy.
+skill, or not once, is sent back to the model once with the lines it may copy; an insertion or
+replacement whose anchor is still nowhere in the skill is appended at the end instead (a small
+model anchors its rule on a line of the trajectory it read: the rule is what it meant to add).
 """
 
 from __future__ import annotations
@@ -134,3 +136,19 @@ def repair_anchors(
             out[index] = candidate
             repaired += 1
     return out, repaired
+
+
+def append_unanchored(edits: list[Edit], packet: EvidencePacket) -> tuple[list[Edit], int]:
+    """``edits`` with each cited ``insert_after`` or ``replace`` whose anchor is not in the skill at
+    all turned into an ``append`` of its text (an anchor found more than once, or protected, stays
+    as it is: the merge drops it with its reason); how many were turned."""
+    out = list(edits)
+    turned = 0
+    for index, edit in enumerate(edits):
+        if edit.op not in ("insert_after", "replace") or not cited(edit, packet):
+            continue
+        problem = anchor_problem(packet, edit)
+        if problem is not None and problem.startswith("anchor not found"):
+            out[index] = edit.model_copy(update={"op": "append", "anchor": None})
+            turned += 1
+    return out, turned
