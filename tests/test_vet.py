@@ -71,6 +71,22 @@ def test_an_edit_citing_no_trajectory_of_the_packet_is_dropped_with_its_reason()
     ]
 
 
+def test_an_outcome_copied_from_the_prompt_is_taken_out_of_an_edit() -> None:
+    """What the 1.5B analyst did by hand: it copied the memory's "(rejected by the gate on val)"
+    after an earlier edit into its new edit's text, which was appended to the skill as it was."""
+    edits = [
+        Edit(
+            op="append", text="- List the follow-ups. (rejected by the gate on val)", support=["train-a#r0"]
+        ),
+        Edit(op="append", text="- Name an owner — kept by the gate on val", support=["train-a#r0"]),
+        Edit(op="append", text="- A gate on val decides (its words stay).", support=["train-a#r0"]),
+    ]
+    vetted = drop_uncited(Proposal(edits=edits), _packet())
+    assert [e.text for e in vetted.edits] == [
+        "- List the follow-ups.", "- Name an owner", "- A gate on val decides (its words stay).",
+    ]  # fmt: skip
+
+
 def test_anchor_problems_and_the_lines_a_repair_may_copy() -> None:
     packet = _packet()
     missing = Edit(op="insert_after", anchor="# Routing", text="- New.", support=["train-a#r0"])

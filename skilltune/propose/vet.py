@@ -10,6 +10,8 @@ model anchors its rule on a line of the trajectory it read: the rule is what it 
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ValidationError
 
 from skilltune.proposal import DroppedEdit, Edit, EvidencePacket, Proposal
@@ -41,15 +43,24 @@ def cited(edit: Edit, packet: EvidencePacket) -> list[str]:
     return sorted(found)
 
 
+# What the prompt says of an earlier edit (propose/reflect.py ``outcome``), as a small model copies
+# it into a new edit's text: "... (rejected by the gate on val)", "... — kept by the gate on val".
+_OUTCOME = re.compile(
+    r"\s*(?:\(\s*(?:rejected|kept) by the gate on val\s*\)|[—-]+\s*(?:rejected|kept) by the gate on val)"
+)
+
+
 def drop_uncited(proposal: Proposal, packet: EvidencePacket) -> Proposal:
     """The proposal with each edit's support narrowed to the packet's trajectories; an edit citing
-    none of them moves to ``dropped`` with the reason."""
+    none of them moves to ``dropped`` with the reason. An outcome the prompt told of an earlier edit,
+    copied into an edit's text, is taken out of it (it is not part of the rule)."""
     kept: list[Edit] = []
     dropped = list(proposal.dropped)
     for edit in proposal.edits:
         support = cited(edit, packet)
         if support:
-            kept.append(edit.model_copy(update={"support": support}))
+            text = _OUTCOME.sub("", edit.text) if _OUTCOME.search(edit.text) else edit.text
+            kept.append(edit.model_copy(update={"support": support, "text": text}))
             continue
         claimed = ", ".join(repr(s) for s in edit.support[:3]) or "nothing"
         reason = f"cites no trajectory of this step's evidence (it cited {claimed})"
