@@ -219,7 +219,7 @@ def test_decisions_past_the_plan_never_spend_more_than_alpha(planned: int) -> No
 
 
 def test_an_exhausted_plan_rejects_without_rollouts() -> None:
-    from skilltune.gate import RunGate
+    from skilltune.training.rungate import RunGate
 
     gate = RunGate("sequential", "mixed", 1, {}, 0.05, "spend", 2)
     assert gate.for_decision([False])[0] is not None

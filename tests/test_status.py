@@ -50,13 +50,14 @@ def test_status_of_a_stopped_run_with_a_budget(tmp_path: Path) -> None:
 
 def test_status_shows_infra_errors_of_a_blocked_run(tmp_path: Path) -> None:
     # The seed lacks the rule, so the mock proposer has an edit to gate, and the gate's batch keeps
-    # an infra error after its retries: no gate decides on it, the run ends blocked.
+    # an infra error after its retries: no gate decides on it, the run ends blocked. Six val tasks:
+    # with fewer than five, a decision at the run's first level (0.033) cannot accept and runs none.
     rules = ["state-the-rule"]
     pool = [{"id": "r", "text": "- state-the-rule", "answers": ["symptom of missing state-the-rule"]}]
     suite = write_suite(
         tmp_path / "suite",
         [rule_task(f"t{i}", rules) for i in range(3)],
-        [rule_task("v0", rules), rule_task("v1", rules, mock_infra_errors=99)],
+        [*(rule_task(f"v{i}", rules) for i in (0, 2, 3, 4, 5)), rule_task("v1", rules, mock_infra_errors=99)],
         config={"proposer_pool": pool},
     )
     skill = write_skill(tmp_path / "skill", "Be brief.")

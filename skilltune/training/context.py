@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from skilltune.execute import Executor
-from skilltune.gate import RunGate
 from skilltune.progress import Reporter, RunProgress
 from skilltune.propose import EditBudget, Proposer, make_proposer
 from skilltune.rollout.runner import RetryPolicy
@@ -29,6 +28,7 @@ from skilltune.skill_repo import SkillRepo
 from skilltune.suite import Suite, load_suite
 from skilltune.training.budget import Budget, Plan
 from skilltune.training.rollouts import RunRollouts
+from skilltune.training.rungate import RunGate
 from skilltune.training.session import Session
 from skilltune.training.units import Unit, load_seed, unit_order
 
