@@ -245,6 +245,8 @@ def test_a_judge_that_never_answers_blocks_the_run(tmp_path: Path) -> None:
         asked = len(down.requests)
     assert blocked.state == "blocked", blocked.reason
     assert "judge" in blocked.reason
+    # the fix names the judge's own option (skill-trainer's `timeout`), not the proposers' timeout_s
+    assert "raise --judge-opt timeout," in blocked.reason and "--judge-opt timeout_s" not in blocked.reason
     kept = records(tmp_path / "runs" / "t")
     unscored = [(r, f) for r, f in kept if r.status == "unscored"]
     assert unscored and all(r.status == "unscored" for r, _ in kept)  # not one scoring_error, not one 0

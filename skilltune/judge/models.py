@@ -122,4 +122,6 @@ def api_judge_model(settings: JudgeSettings, suite_root: Path) -> APIPlainModel:
         max_concurrent=settings.max_concurrent,
         requests_per_minute=settings.requests_per_minute,
     )
-    return APIPlainModel(ModelClient(endpoint, calls, where=_WHERE), str(settings.effective_model))
+    # The judge has one time setting, skill-trainer's `timeout`: the wall limit follows from it.
+    keys = {"timeout_s": "timeout", "wall_limit_s": "timeout"}
+    return APIPlainModel(ModelClient(endpoint, calls, where=_WHERE, keys=keys), str(settings.effective_model))

@@ -61,13 +61,21 @@ class ModelClient:
     """Calls to one endpoint under one set of limits. Thread-safe: share one per endpoint.
 
     ``where`` is how the caller's user sets options (``--proposer-opt``, ``--agent-opt``): error
-    messages name the setting to change with it.
+    messages name the setting to change with it (by ``keys``' name where the caller's differs).
     """
 
-    def __init__(self, endpoint: Endpoint, settings: CallSettings, *, where: str = "option") -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        settings: CallSettings,
+        *,
+        where: str = "option",
+        keys: dict[str, str] | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.settings = settings
         self.where = where
+        self.keys = keys or {}
         self.state = endpoint_state(endpoint.url)
         self.state.configure(settings)
         self._http: Any = None
@@ -153,7 +161,7 @@ class ModelClient:
                 fixes += 1
                 continue
             if not failure.retryable or retries >= s.max_retries:
-                raise final_error(failure, self.endpoint, s, self.where, attempt, events)
+                raise final_error(failure, self.endpoint, s, self.where, attempt, events, keys=self.keys)
             retries += 1
             delay = (
                 failure.retry_after
@@ -163,7 +171,9 @@ class ModelClient:
             if failure.status == 429:
                 self.state.pause(delay)
             if time.monotonic() + delay >= budget_end:
-                raise final_error(failure, self.endpoint, s, self.where, attempt, events, budget=delay)
+                raise final_error(
+                    failure, self.endpoint, s, self.where, attempt, events, budget=delay, keys=self.keys
+                )
             events[-1]["retry_in_s"] = round(delay, 3)
             self._sleep(delay, cancel, events)
 

@@ -85,9 +85,18 @@ def final_error(
     attempt: int,
     events: list[dict[str, Any]],
     budget: float | None = None,
+    keys: dict[str, str] | None = None,
 ) -> ModelCallError:
-    """The error a call ends with: the endpoint, what it said, and the setting ``where`` changes."""
+    """The error a call ends with: the endpoint, what it said, and the setting ``where`` changes
+    (``keys``: the caller's name of a setting where it differs, e.g. the judge's ``timeout``)."""
     w, s = where, settings
+    timeout_key = (keys or {}).get("timeout_s", "timeout_s")
+    wall_key = (keys or {}).get("wall_limit_s", "wall_limit_s")
+    wall_label = (
+        f"wall_limit_s={s.wall_limit_s:g} s"
+        if wall_key == "wall_limit_s"
+        else f"wall limit ({s.wall_limit_s:g} s)"
+    )
     fix = {
         "auth": f"the key in ${endpoint.api_key_env} was refused{'' if endpoint.key() else ' (it is not set)'}: "
         f"set a valid key there, or name another variable with {w} api_key_env=VAR",
@@ -97,11 +106,11 @@ def final_error(
     if failure.kind == "bad_request" and CONTEXT.search(failure.reason):
         fix = f"the prompt and max_tokens exceed the model's context: lower {w} max_tokens or shorten the prompt (a local server may need a larger context, e.g. --n_ctx)"
     if failure.kind == "timeout":
-        fix = f"raise {w} timeout_s, or lower {w} max_tokens (a small local model generates about 20 tokens a second)"
+        fix = f"raise {w} {timeout_key}, or lower {w} max_tokens (a small local model generates about 20 tokens a second)"
         if not s.stream:  # llama-cpp-python finishes a plain answer for a client that left
             fix += f"; with {w} stream=false a server may go on generating after the cut: use stream=true"
     if failure.retryable and budget is not None:
-        fix = f"waiting {budget:.0f} s more would pass the call's wall_limit_s={s.wall_limit_s:g} s: raise {w} wall_limit_s, or lower the load ({w} max_concurrent, requests_per_minute, tokens_per_minute)"
+        fix = f"waiting {budget:.0f} s more would pass the call's {wall_label}: raise {w} {wall_key}, or lower the load ({w} max_concurrent, requests_per_minute, tokens_per_minute)"
     elif failure.retryable:
         fix = (
             (fix + "; " if fix else "")
