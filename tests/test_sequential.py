@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from skilltune.gate import SequentialGate, make_gate
+from skilltune.gate import make_gate
 from skilltune.runfiles import RolloutRecord, SignFlipStatistic
 from skilltune.score import Score
+from skilltune.sequential import SequentialGate
 from skilltune.stats import SequentialTest
 from skilltune.stats.alpha import RunAlpha, harmonic_weights
 from skilltune.stats.signflip import Crossings, Reference, budgets, lattice, p_value, reference_size, tail
@@ -382,3 +383,99 @@ def test_a_gate_says_when_a_decision_cannot_accept() -> None:
         "level 0.05 (it needs 5 val tasks); no rollout was run"
     )
     assert make_gate("strict", "mixed", 1).cannot_accept(1) is None
+
+
+class TableSampler:
+    """Rounds from a table: ``scores[task]`` is a list of (incumbent, candidate) per round (the last
+    one repeats past its end)."""
+
+    def __init__(self, scores: dict[str, list[tuple[float, float]]]) -> None:
+        self.scores = scores
+        self.calls = 0
+
+    def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
+        self.calls += 1
+        cand, inc = [], []
+        for task, rounds in self.scores.items():
+            a, b = rounds[min(index, len(rounds) - 1)]
+            cand.append(_rec(task, index, b, "cand"))
+            inc.append(_rec(task, 500 + index, a, "inc"))
+        return cand, inc
+
+
+def _helps_twelve(harmed: list[tuple[float, float]]) -> dict[str, list[tuple[float, float]]]:
+    """12 tasks fixed (0 -> 1), 3 unchanged at 0.5, and t_harm whose rounds are ``harmed``."""
+    table = {f"t{t:02d}": [(0.0, 1.0)] for t in range(12)} | {f"u{t}": [(0.5, 0.5)] for t in range(3)}
+    return table | {"t_harm": harmed}
+
+
+def test_a_task_hurt_beyond_the_tolerance_blocks_a_keep() -> None:
+    """The sum crosses in round 1 (12 tasks up, one down: p 14/8192); the task that fell from 1 to 0
+    is a suspect with no noise estimate, so the gate runs a second round instead of keeping; it falls
+    again, the replicates agree (noise 0), and the keep is blocked, the task named in the reason and
+    in gate.json's harm record. Off (tolerance above 1), the same data is kept in round 1."""
+    settings = {"alpha": 0.05, "max_reps": 3}
+    vetoed = make_gate("sequential", "mixed", 1, **settings).decide(
+        sampler := TableSampler(_helps_twelve([(1.0, 0.0)]))
+    )
+    assert vetoed.decision == "reject" and sampler.calls == 2
+    assert vetoed.reason.startswith("harm veto after 2 replicate(s) of 16 task(s)")
+    assert "1 val task(s) fell by more than 0.5 with confidence: t_harm -1.00" in vetoed.reason
+    assert vetoed.harm is not None and vetoed.harm.harmed == {"t_harm": -1.0} and vetoed.harm.noise == 0.0
+    assert vetoed.harm.suspects == {"t_harm": -1.0}
+    off = make_gate("sequential", "mixed", 1, **settings, harm_tolerance=1.5).decide(
+        TableSampler(_helps_twelve([(1.0, 0.0)]))
+    )
+    assert off.decision == "accept" and len(off.rounds) == 1 and off.harm is None
+
+
+def test_a_drop_within_the_replicate_noise_does_not_block_a_keep() -> None:
+    """The task falls in round 1 and ties in round 2 (mean -0.5, a suspect), but the noise pooled over
+    the tasks says one flip is what replicates do: the keep stands, and the reason says so."""
+    kept = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3).decide(
+        TableSampler(_helps_twelve([(1.0, 0.0), (1.0, 1.0)]))
+    )
+    assert kept.decision == "accept" and len(kept.rounds) == 2
+    assert kept.harm is not None and kept.harm.suspects == {"t_harm": -0.5} and kept.harm.harmed == {}
+    assert "1 task(s) fell by more than 0.5, within the replicate noise" in kept.reason
+    clean = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3).decide(
+        TableSampler(_helps_twelve([(0.5, 0.5)]))
+    )
+    assert clean.decision == "accept" and len(clean.rounds) == 1 and clean.harm is not None
+    assert clean.harm.suspects == {} and clean.reason.endswith("at this round)")
+
+
+def test_a_decision_stops_when_the_tasks_left_to_differ_cannot_reach_its_level() -> None:
+    """What the bundled demo did: a rule fixed 6 of 16 val tasks and the other 10 were solved by both
+    skills in every round. Whatever the 6 do later, 2^-6 is above the level 0.008, so no later round could accept: the gate
+    stops after the second round (it ran to the cap of 8, 256 rollouts). Ties that do not repeat
+    (both arms at 1, then both at 0) may still become differences: no stop there."""
+    fixed = [(0.0, 1.0), (0.0, 0.75)]  # improved in both rounds, not alike: the differences may change
+    table = {f"f{t}": fixed for t in range(6)} | {f"s{t}": [(1.0, 1.0)] for t in range(10)}
+    stopped = make_gate("sequential", "mixed", 1, alpha=0.008, max_reps=8).decide(
+        sampler := TableSampler(table)
+    )
+    assert stopped.decision == "reject" and sampler.calls == 2
+    assert stopped.reason.startswith("10 task(s) tied in every round after 2 replicate(s) of 16 task(s)")
+    assert (
+        "the 6 other(s) can give a p of 2^-6 = 0.0156 at best, above the decision's level 0.008"
+        in stopped.reason
+    )
+    moving = table | {f"s{t}": [(1.0, 1.0), (0.0, 0.0)] for t in range(10)}
+    went_on = make_gate("sequential", "mixed", 1, alpha=0.008, max_reps=8).decide(
+        sampler := TableSampler(moving)
+    )
+    assert sampler.calls > 2 and "tied in every round" not in went_on.reason
+
+
+def test_the_harm_rule() -> None:
+    from skilltune.stats.harm import harm, pooled_noise
+
+    assert pooled_noise({"a": [1.0]}) is None
+    assert pooled_noise({"a": [1.0, 0.0], "b": [0.0, 0.0, 0.0]}) == pytest.approx(math.sqrt(0.5 / 3))
+    seen = harm({"a": [-0.6], "b": [0.2]}, 0.5, 0.9)
+    assert seen.suspects == {"a": -0.6} and seen.harmed == {} and seen.undetermined
+    graded = harm({"a": [-0.6, -0.62], "b": [0.2, 0.21]}, 0.5, 0.9)
+    assert set(graded.harmed) == {"a"} and not graded.undetermined
+    noisy = harm({"a": [-1.0, 0.0], "b": [1.0, 0.0], "c": [0.0, 1.0]}, 0.5, 0.9)
+    assert noisy.suspects == {"a": -0.5} and noisy.harmed == {}

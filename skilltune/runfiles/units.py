@@ -228,6 +228,19 @@ class SecondaryCheck(BaseModel):
     regression: bool
 
 
+class HarmCheck(BaseModel):
+    """The harm veto's view at the look that decided (stats/harm.py): val tasks whose mean
+    difference is at most ``-tolerance`` (``suspects``, task -> mean), those hurt with
+    confidence (``harmed``, task -> the upper bound of its difference), and the replicate noise
+    the confidence used (None: one round, no estimate)."""
+
+    tolerance: float
+    confidence: float
+    suspects: dict[str, float]
+    harmed: dict[str, float]
+    noise: float | None
+
+
 class Verdict(RunFile):
     """gate.json: a gate's decision with its rounds. ``alpha`` is the decision's level under the
     run's error-control policy (set for the sequential gate); ``secondary`` the regression test on
@@ -246,6 +259,7 @@ class Verdict(RunFile):
     rollouts: int
     alpha: float | None = None
     secondary: SecondaryCheck | None = None
+    harm: HarmCheck | None = None  # the sequential gate's harm veto, when its test crossed
     test: str | None = None
     reused: int = 0  # incumbent rollouts taken from earlier decisions (not run here)
     prefetched: int = 0  # incumbent rollouts run ahead for rounds this decision did not reach

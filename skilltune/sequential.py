@@ -1,0 +1,250 @@
+"""The sequential gate: a task-level group-sequential sign-flip test, with early stops and a harm veto.
+
+The gate itself (gate.py's ``Gate``) asks a sampler for rounds of paired rollouts; this one
+decides after each round with ``stats.SequentialTest`` (accept when the path crosses the
+alpha-spending boundary, futility, cap), stops early when no later round can change the
+decision (stats/rounds.py), and holds a keep back while a val task fell by more than a
+tolerance with confidence (stats/harm.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from skilltune.gate import Gate, GateOptions, Sampler, contaminated
+from skilltune.metric import Metric
+from skilltune.runfiles import Decision, HarmCheck, Pair, RolloutRecord, Round, Verdict
+from skilltune.runfiles.units import SignFlipStatistic
+from skilltune.stats import SequentialTest, mean, tasks_to_accept
+from skilltune.stats.harm import harm
+from skilltune.stats.rounds import all_repeat, open_tasks
+
+
+class SequentialOptions(GateOptions):
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5, description="the decision's level")
+    max_reps: int = Field(default=8, ge=1, description="replicates per val task per arm at most")
+    min_effect: float = Field(default=0.10, description="futility: the smallest gain worth keeping")
+    futility_confidence: float = Field(default=0.85, gt=0.0, lt=1.0)
+    futility_from: int = Field(default=1, ge=1, description="replicates per task before futility may stop")
+    rho: float = Field(default=2.0, gt=0.0, description="power-family spending exponent")
+    seed: int = Field(default=0, description="seed of the Monte Carlo reference (many tasks only)")
+    stop_on_repeat: bool = Field(
+        default=True,
+        description="reject once further rounds cannot change the decision: every task's replicates "
+        "repeat exactly and p is above the level, or too few tasks are left that have not repeated a tie",
+    )
+    harm_tolerance: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=2.0,
+        description="a val task whose score falls by more than this with confidence blocks a keep "
+        "(above 1: off)",
+    )
+    harm_confidence: float = Field(default=0.9, gt=0.5, lt=1.0, description="confidence of the harm veto")
+
+    def smallest_gain(self) -> float | None:
+        return self.min_effect
+
+
+class SequentialGate(Gate[SequentialOptions]):
+    """Task-level group-sequential sign-flip test with early accept, futility stop and a cap.
+
+    Each round adds one replicate per val task per arm. After round k, each task's
+    difference is the mean over its paired rounds of candidate minus incumbent (the task is
+    the unit: its replicates are averaged first); the sum over tasks is compared with its
+    values when tasks' signs are flipped (the same flips at every round: all of them for up
+    to 16 tasks, seeded ones beyond), and the candidate is accepted when its path crosses
+    the boundary that spends ``alpha`` over ``max_reps`` rounds as
+    ``alpha * (k / max_reps) ** rho`` (stats.SequentialTest). It is rejected for futility
+    once, after ``futility_from`` replicates, the one-sided ``futility_confidence`` upper
+    bound of the mean gain falls below ``min_effect``, and at the cap otherwise. Each round
+    records every task's pair of replicates and scores.
+
+    Defaults (documented in the README): ``alpha`` is set per decision by the run's
+    error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect`` 0.10 on
+    the gate metric; ``futility_confidence`` 0.85 from the first replicate; ``rho`` 2.
+    """
+
+    name = "sequential"
+    Options = SequentialOptions
+
+    def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
+        super().__init__(metric, reps, **settings)
+        self.alpha = self.options.alpha
+        self.max_reps = self.options.max_reps
+
+    @property
+    def max_replicates(self) -> int:
+        return self.max_reps
+
+    def test(self, tasks: int) -> SequentialTest:
+        o = self.options
+        return SequentialTest(
+            o.alpha, tasks, o.max_reps, o.min_effect, o.futility_confidence, o.rho, o.futility_from, o.seed
+        )
+
+    def cannot_accept(self, tasks: int) -> str | None:
+        floor = 2.0**-tasks
+        if floor <= self.alpha:
+            return None
+        return (
+            f"cannot accept: with {tasks} val task(s) the smallest sign-flip p is 2^-{tasks} = {floor:.3g}, "
+            f"above this decision's level {self.alpha:.3g} (it needs {tasks_to_accept(self.alpha)} val tasks); "
+            "no rollout was run"
+        )
+
+    def decide(self, sampler: Sampler) -> Verdict:
+        test: SequentialTest | None = None
+        by_task: dict[str, list[Pair]] = {}
+        rounds: list[Round] = []
+        for k in range(self.max_reps):
+            cand, inc = sampler.round(k, 1)
+            pairs = _pairs(cand, inc, self.metric)
+            for pair in pairs:
+                by_task.setdefault(pair.task, []).append(pair)
+            if test is None:  # the design's tasks: every val task the first round asked for
+                test = self.test(len(by_task))
+            means = {task: _task_means(got) for task, got in sorted(by_task.items())}
+            scored = {task: m for task, m in means.items() if m is not None}
+            diffs = [None if m is None else m[1] - m[0] for m in means.values()]
+            outcome, look = test.look(k, diffs)
+            stat = SignFlipStatistic.model_validate(look)
+            rounds.append(
+                Round(
+                    index=k,
+                    replicates=k + 1,
+                    candidate=round(mean([b for _, b in scored.values()]), 6) if scored else None,
+                    incumbent=round(mean([a for a, _ in scored.values()]), 6) if scored else None,
+                    n_pairs=len(scored),
+                    rollouts=len(cand) + len(inc),
+                    statistic=stat,
+                    pairs=pairs,
+                )
+            )
+            if contaminated(cand + inc):
+                return self._verdict(
+                    "contaminated", "infra errors remain in the gate batch after retries", rounds
+                )
+            gain = stat.mean_gain
+            where = f"after {k + 1} replicate(s) of {len(scored)} task(s)"
+            if outcome == "accept":
+                crossed = (
+                    f"crossed the sign-flip boundary (alpha {self.alpha:.3g}, p {stat.p:.3g} at this round)"
+                )
+                check = self._harm(by_task)
+                if check is not None and check.harmed:
+                    worst = sorted(check.harmed, key=lambda t: check.suspects[t])
+                    named = ", ".join(f"{t} {check.suspects[t]:+.2f}" for t in worst[:5])
+                    more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
+                    return self._verdict(
+                        "reject",
+                        f"harm veto {where}: gain {gain:+.3f} {crossed}, but {len(worst)} val task(s) fell by "
+                        f"more than {self.options.harm_tolerance:g} with confidence: {named}{more}",
+                        rounds,
+                        check,
+                    )
+                if check is not None and check.noise is None and check.suspects and k + 1 < self.max_reps:
+                    continue  # one more round tells a task's drop from replicate noise
+                unsure = (
+                    ""
+                    if check is None or not check.suspects
+                    else (
+                        f"; {len(check.suspects)} task(s) fell by more than {self.options.harm_tolerance:g}, "
+                        + (
+                            "within the replicate noise"
+                            if check.noise is not None
+                            else "noise unknown at one replicate"
+                        )
+                    )
+                )
+                return self._verdict("accept", f"gain {gain:+.3f} {where}: {crossed}{unsure}", rounds, check)
+            if outcome == "futility":
+                return self._verdict(
+                    "reject",
+                    f"futility {where}: gain {gain:+.3f}, upper bound {stat.upper:+.3f} "
+                    f"< {self.options.min_effect}",
+                    rounds,
+                )
+            if outcome == "cap":
+                return self._verdict(
+                    "reject", f"undecided at the cap of {self.max_reps} replicates (gain {gain:+.3f})", rounds
+                )
+            if self.options.stop_on_repeat and k >= 1:
+                stop = self._cannot_change(by_task, stat.p, where, gain)
+                if stop is not None:
+                    return self._verdict("reject", stop, rounds)
+        raise AssertionError("the sequential test always decides by its last look")
+
+    def _cannot_change(self, by_task: dict[str, list[Pair]], p: float, where: str, gain: float) -> str | None:
+        """Why no later round can make this decision accept (stats/rounds.py), or None."""
+        scores = {task: [(q.incumbent, q.candidate) for q in got] for task, got in by_task.items()}
+        if all_repeat(scores) and p > self.alpha:
+            # Every later round would bring the same differences, so the same p.
+            return (
+                f"replicates repeat exactly {where}: more rounds cannot change the differences, and p "
+                f"{p:.3g} is above the decision's level {self.alpha:.3g} (gain {gain:+.3f})"
+            )
+        left = open_tasks(scores)
+        if 2.0**-left > self.alpha:
+            return (
+                f"{len(scores) - left} task(s) tied in every round {where}: the {left} other(s) can give a "
+                f"p of 2^-{left} = {2.0**-left:.3g} at best, above the decision's level {self.alpha:.3g} "
+                f"(gain {gain:+.3f})"
+            )
+        return None
+
+    def _harm(self, by_task: dict[str, list[Pair]]) -> HarmCheck | None:
+        o = self.options
+        if o.harm_tolerance > 1.0:
+            return None
+        diffs = {
+            task: [
+                q.candidate - q.incumbent for q in got if q.candidate is not None and q.incumbent is not None
+            ]
+            for task, got in by_task.items()
+        }
+        seen = harm(diffs, o.harm_tolerance, o.harm_confidence)
+        return HarmCheck(
+            tolerance=o.harm_tolerance,
+            confidence=o.harm_confidence,
+            suspects={t: round(m, 6) for t, m in seen.suspects.items()},
+            harmed={t: round(u, 6) for t, u in seen.harmed.items()},
+            noise=None if seen.noise is None else round(seen.noise, 6),
+        )
+
+    def _verdict(
+        self, decision: Decision, reason: str, rounds: list[Round], check: HarmCheck | None = None
+    ) -> Verdict:
+        return (
+            super()._verdict(decision, reason, rounds).model_copy(update={"test": "signflip", "harm": check})
+        )
+
+
+def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: Metric) -> list[Pair]:
+    """One pair per task of a round, in task order: the two arms' replicate and score."""
+    a = {r.task_id: r for r in inc}
+    b = {r.task_id: r for r in cand}
+    return [
+        Pair(
+            task=task,
+            candidate_replicate=b[task].replicate,
+            incumbent_replicate=a[task].replicate,
+            candidate=_metric(b[task], metric),
+            incumbent=_metric(a[task], metric),
+        )
+        for task in sorted(set(a) & set(b))
+    ]
+
+
+def _metric(record: RolloutRecord, metric: Metric) -> float | None:
+    return record.score.metric(metric) if record.score is not None else None
+
+
+def _task_means(pairs: list[Pair]) -> tuple[float, float] | None:
+    """A task's (incumbent, candidate) means over the rounds both arms scored (None: none)."""
+    both = [(p.incumbent, p.candidate) for p in pairs if p.incumbent is not None and p.candidate is not None]
+    if not both:
+        return None
+    return mean([a for a, _ in both]), mean([b for _, b in both])
