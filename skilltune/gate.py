@@ -206,3 +206,26 @@ def val_size_notes(val_tasks: int, levels: list[float]) -> tuple[str, str | None
         f"add val tasks ({last} for every level of this run) or plan fewer steps"
     )
     return note, warning
+
+
+def suite_size_notes(val_tasks: int, levels: list[float], alpha: float) -> list[str]:
+    """What suite size a run at these decision levels needs: how many val tasks a rule must change,
+    and how likely a harm confined to a share of the tasks is to be absent from the val split."""
+    if not levels or val_tasks < 1:
+        return []
+    first, last, k = tasks_to_accept(levels[0]), tasks_to_accept(levels[-1]), len(levels)
+    size = (
+        f"suite size: an edit is kept only if it changes at least {first} val tasks at this run's first "
+        f"decision and {last} at its last ({first / val_tasks:.0%} to {last / val_tasks:.0%} of these "
+        f"{val_tasks}); a rule that matters to a quarter of the tasks needs {4 * last} val tasks to be "
+        "keepable at every decision"
+    )
+    miss = {h: (1 - h) ** val_tasks for h in (0.1, 0.2)}
+    need = {h: math.ceil(math.log(alpha / k) / math.log(1 - h)) for h in (0.1, 0.2)}
+    harm = (
+        f"harm: an edit that breaks 10% (20%) of the task population finds none of those tasks among "
+        f"{val_tasks} val tasks with chance {miss[0.1]:.0%} ({miss[0.2]:.1%}) per decision, where the harm "
+        f"veto cannot see it; {need[0.1]} ({need[0.2]}) val tasks keep that under alpha {alpha:g} over "
+        f"{k} decisions"
+    )
+    return [size, harm]

@@ -36,6 +36,15 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
     # a default run's sequential gate: 16 val tasks reach every level of its 12 decisions
     assert result.tasks_to_accept == {"first": 6, "last": 10}
     assert not any("cannot keep any edit" in lever for lever in result.levers)
+    n = len(result.tasks)
+    size, harm = result.suite_size
+    assert size.startswith(
+        "suite size: an edit is kept only if it changes at least 6 val tasks at this run's first "
+    )
+    assert "and 10 at its last" in size and "needs 40 val tasks to be keepable at every decision" in size
+    assert harm.endswith("53 (25) val tasks keep that under alpha 0.05 over 12 decisions")
+    assert f"with chance {0.9**n:.0%} ({0.8**n:.1%}) per decision" in harm
+    assert saved["suite_size"] == result.suite_size
 
 
 def test_an_unknown_metric_is_refused_before_any_rollout(tmp_path: Path) -> None:

@@ -306,6 +306,14 @@ def test_train_warns_when_the_val_split_is_too_small_for_some_levels(tmp_path: P
     train(MOCK_SUITE, MOCK_SKILL, tag="big", runs_dir=str(tmp_path), max_steps=2, seed=1,
           reporter=PlainReporter(stream))  # fmt: skip
     assert "gate: to be kept, an edit must improve at least 5 of the 16 val tasks" in stream.getvalue()
+    assert (
+        "suite size: an edit is kept only if it changes at least 5 val tasks at this run's first decision"
+        in (stream.getvalue())
+    )
+    assert (
+        "harm: an edit that breaks 10% (20%) of the task population finds none of those tasks among 16 val"
+        in (stream.getvalue())
+    )
     assert "cannot keep any edit" not in stream.getvalue()
 
 

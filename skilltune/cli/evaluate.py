@@ -317,6 +317,8 @@ def calibrate(
     )
     for lever in result.levers:
         out.print(f"- {lever}")
+    for line in result.suite_size:
+        out.print(line, markup=False)
     if result.judge is not None:
         if result.judge.rollouts:
             out.print(f"judge noise: {result.judge.summary()}")

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from skilltune.gate import val_size_notes
+from skilltune.gate import suite_size_notes, val_size_notes
 from skilltune.judge.noise import JudgeNoise
 from skilltune.measure.evaluate import evaluate
 from skilltune.metric import Metric, as_metric
@@ -60,6 +60,7 @@ class Calibration(BaseModel):
     # last decision's level, and how many tasks an edit must improve (the rest unchanged) to be kept
     gate_levels: dict[str, float] = {}
     tasks_to_accept: dict[str, int] = {}
+    suite_size: list[str] = []  # what a default run's gate asks of the split's size (gate.suite_size_notes)
     levers: list[str]
     tasks: dict[str, TaskCalibration]
     judge: JudgeNoise | None = None  # judged suites: the judge's own noise, from each rollout's verdicts
@@ -171,6 +172,7 @@ def calibrate(
         levers=levers(regime, flaky, flat, len(tasks), reps) + ([gate_warning] if gate_warning else []),
         gate_levels={"first": round(levels[0], 6), "last": round(levels[-1], 6)},
         tasks_to_accept={"first": tasks_to_accept(levels[0]), "last": tasks_to_accept(levels[-1])},
+        suite_size=suite_size_notes(len(tasks), levels, DEFAULT_ALPHA),
         tasks=tasks,
         judge=_judge_noise(suite, out, metric, values),
     )

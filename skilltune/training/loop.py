@@ -11,7 +11,7 @@ gate, the edit budget, the proposer); this module only sequences them.
 from __future__ import annotations
 
 from skilltune.errors import UsageError
-from skilltune.gate import val_size_notes
+from skilltune.gate import suite_size_notes, val_size_notes
 from skilltune.propose.reflect import render_memory
 from skilltune.rollout.runner import accuracy
 from skilltune.runfiles import UnitRecord
@@ -94,9 +94,12 @@ def _warn_val_size(ctx: RunContext) -> None:
     """What the gate's levels ask of the val split, and a warning when it is too small for some."""
     if not ctx.gate.leveled:
         return
-    note, warning = val_size_notes(len(ctx.suite.tasks("val")), ctx.gate.run_alpha.planned_levels())
+    levels = ctx.gate.run_alpha.planned_levels()
+    note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels)
     if note:
         ctx.reporter.line(note)
+    for line in suite_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha):
+        ctx.reporter.line(line)
     if warning:
         ctx.reporter.line(warning)
 
