@@ -59,12 +59,17 @@ class SequentialGate(Gate[SequentialOptions]):
     the boundary that spends ``alpha`` over ``max_reps`` rounds as
     ``alpha * (k / max_reps) ** rho`` (stats.SequentialTest). It is rejected for futility
     once, after ``futility_from`` replicates, the one-sided ``futility_confidence`` upper
-    bound of the mean gain falls below ``min_effect``, and at the cap otherwise. Each round
-    records every task's pair of replicates and scores.
+    bound of the mean gain falls below ``min_effect``, and at the cap otherwise; with
+    ``stop_on_repeat`` also as soon as no later round can change the decision
+    (stats/rounds.py). Once the path has crossed, the harm veto (stats/harm.py) rejects when
+    a val task fell by more than ``harm_tolerance`` with confidence, and asks for one more
+    round when a task fell that far before any noise estimate exists. Each round records
+    every task's pair of replicates and scores.
 
     Defaults (documented in the README): ``alpha`` is set per decision by the run's
     error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect`` 0.10 on
-    the gate metric; ``futility_confidence`` 0.85 from the first replicate; ``rho`` 2.
+    the gate metric; ``futility_confidence`` 0.85 from the first replicate; ``rho`` 2;
+    ``harm_tolerance`` 0.5 at ``harm_confidence`` 0.9.
     """
 
     name = "sequential"
@@ -147,19 +152,9 @@ class SequentialGate(Gate[SequentialOptions]):
                     )
                 if check is not None and check.noise is None and check.suspects and k + 1 < self.max_reps:
                     continue  # one more round tells a task's drop from replicate noise
-                unsure = (
-                    ""
-                    if check is None or not check.suspects
-                    else (
-                        f"; {len(check.suspects)} task(s) fell by more than {self.options.harm_tolerance:g}, "
-                        + (
-                            "within the replicate noise"
-                            if check.noise is not None
-                            else "noise unknown at one replicate"
-                        )
-                    )
+                return self._verdict(
+                    "accept", f"gain {gain:+.3f} {where}: {crossed}{self._doubt(check)}", rounds, check
                 )
-                return self._verdict("accept", f"gain {gain:+.3f} {where}: {crossed}{unsure}", rounds, check)
             if outcome == "futility":
                 return self._verdict(
                     "reject",
@@ -194,6 +189,13 @@ class SequentialGate(Gate[SequentialOptions]):
                 f"(gain {gain:+.3f})"
             )
         return None
+
+    def _doubt(self, check: HarmCheck | None) -> str:
+        """What a keep leaves open: tasks that fell beyond the tolerance without confidence."""
+        if check is None or not check.suspects:
+            return ""
+        why = "within the replicate noise" if check.noise is not None else "noise unknown at one replicate"
+        return f"; {len(check.suspects)} task(s) fell by more than {check.tolerance:g}, {why}"
 
     def _harm(self, by_task: dict[str, list[Pair]]) -> HarmCheck | None:
         o = self.options
