@@ -186,9 +186,10 @@ def gate_options(name: str, settings: dict[str, Any]) -> GateOptions | None:
         return None
 
 
-def val_size_notes(val_tasks: int, levels: list[float]) -> tuple[str, str | None]:
+def val_size_notes(val_tasks: int, levels: list[float], alpha: float | None = None) -> tuple[str, str | None]:
     """What a task-level gate at these decision levels asks of a val split of ``val_tasks`` tasks:
-    a note, and a warning when some planned decisions can never keep an edit."""
+    a note, and a warning when some planned decisions can never keep an edit (with the run's
+    ``alpha``, whether fewer planned steps would help at all)."""
     if not levels:
         return "", None
     first, last = tasks_to_accept(levels[0]), tasks_to_accept(levels[-1])
@@ -200,12 +201,18 @@ def val_size_notes(val_tasks: int, levels: list[float]) -> tuple[str, str | None
     if not blocked:
         return note, None
     which = f"decision {blocked[0]}" if len(blocked) == 1 else f"decisions {blocked[0]}-{blocked[-1]}"
-    warning = (
+    floor = f"levels below 2^-{val_tasks} = {2.0**-val_tasks:.3g}"
+    if alpha is not None and tasks_to_accept(alpha) > val_tasks:
+        # not even a run of one decision, which gets all of alpha, could keep anything
+        return "", (
+            f"warning: with {val_tasks} val tasks the gate cannot keep any edit at {which} of {len(levels)} "
+            f"({floor}); even a single decision at the run's whole --alpha {alpha:g} needs "
+            f"{tasks_to_accept(alpha)}: add val tasks ({last} for every level of this run)"
+        )
+    return note, (
         f"warning: with {val_tasks} val tasks the gate cannot keep any edit at {which} "
-        f"of {len(levels)} (levels below 2^-{val_tasks} = {2.0**-val_tasks:.3g}): "
-        f"add val tasks ({last} for every level of this run) or plan fewer steps"
+        f"of {len(levels)} ({floor}): add val tasks ({last} for every level of this run) or plan fewer steps"
     )
-    return note, warning
 
 
 def suite_size_notes(val_tasks: int, levels: list[float], alpha: float) -> list[str]:
@@ -214,11 +221,15 @@ def suite_size_notes(val_tasks: int, levels: list[float], alpha: float) -> list[
     if not levels or val_tasks < 1:
         return []
     first, last, k = tasks_to_accept(levels[0]), tasks_to_accept(levels[-1]), len(levels)
+    share = (
+        f"{first / val_tasks:.0%} to {last / val_tasks:.0%} of these {val_tasks}"
+        if last <= val_tasks
+        else f"these {val_tasks} val tasks are too few for {'any' if first > val_tasks else 'some'} of them"
+    )
     size = (
         f"suite size: an edit is kept only if it changes at least {first} val tasks at this run's first "
-        f"decision and {last} at its last ({first / val_tasks:.0%} to {last / val_tasks:.0%} of these "
-        f"{val_tasks}); a rule that matters to a quarter of the tasks needs {4 * last} val tasks to be "
-        "keepable at every decision"
+        f"decision and {last} at its last ({share}); a rule that matters to a quarter of the tasks needs "
+        f"{4 * last} val tasks to be keepable at every decision"
     )
     miss = {h: (1 - h) ** val_tasks for h in (0.1, 0.2)}
     need = {h: math.ceil(math.log(alpha / k) / math.log(1 - h)) for h in (0.1, 0.2)}

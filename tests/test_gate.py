@@ -397,3 +397,28 @@ def test_gate_options_cannot_set_alpha_and_only_the_sequential_gate_records_one(
     train(MOCK_SUITE, MOCK_SKILL, tag="s", gate="strict", max_steps=2, **quiet)
     verdicts = [read_json(p) for p in (tmp_path / "s" / "steps").glob("*/gate.json")]
     assert verdicts and all(v["alpha"] is None for v in verdicts)
+
+
+def test_val_size_notes_say_when_fewer_steps_cannot_help() -> None:
+    """skill-trainer's sql-queries example has 4 val tasks: no plan can keep an edit at --alpha 0.05
+    (one decision needs 5), so the note's impossible threshold is left out and the advice is only to
+    add val tasks; with 5 val tasks fewer steps do help."""
+    from skilltune.gate import suite_size_notes, val_size_notes
+    from skilltune.stats.alpha import RunAlpha
+
+    levels = RunAlpha(0.05, "spend", 2).planned_levels()
+    note, warning = val_size_notes(4, levels, 0.05)
+    assert note == ""
+    assert warning == (
+        "warning: with 4 val tasks the gate cannot keep any edit at decisions 1-2 of 2 (levels below 2^-4 = "
+        "0.0625); even a single decision at the run's whole --alpha 0.05 needs 5: add val tasks (6 for every "
+        "level of this run)"
+    )
+    note, warning = val_size_notes(5, levels, 0.05)
+    assert note.startswith("gate: to be kept, an edit must improve at least 5 of the 5 val tasks")
+    assert warning is not None and warning.endswith(
+        "add val tasks (6 for every level of this run) or plan fewer steps"
+    )
+    size, _ = suite_size_notes(4, levels, 0.05)
+    assert "(these 4 val tasks are too few for any of them)" in size
+    assert "(these 5 val tasks are too few for some of them)" in suite_size_notes(5, levels, 0.05)[0]

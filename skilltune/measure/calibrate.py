@@ -152,7 +152,7 @@ def calibrate(
     flat = [tid for tid, t in tasks.items() if t.pass_rate is not None and not t.discriminates]
     regime = regime_of(rate)
     levels = RunAlpha(DEFAULT_ALPHA, "spend", DEFAULT_DECISIONS).planned_levels()
-    _, gate_warning = val_size_notes(len(tasks), levels)
+    _, gate_warning = val_size_notes(len(tasks), levels, DEFAULT_ALPHA)
     calibration = Calibration(
         suite=summary.suite,
         split=split,

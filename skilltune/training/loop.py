@@ -83,10 +83,17 @@ def _baseline(ctx: RunContext) -> float | None:
 def _warn_regime(ctx: RunContext, seed_val: float | None) -> None:
     if seed_val is None or 0.3 <= seed_val <= 0.8:
         return
-    regime = "saturated (above 0.8)" if seed_val > 0.8 else "too hard (below 0.3)"
+    if seed_val > 0.8:
+        regime, fix = "saturated (above 0.8)", "use harder tasks or restrict the agent's tools"
+    else:
+        regime, fix = (
+            "too hard (below 0.3)",
+            "check the scorer on a known-good output (skilltune smoke), give the agent the tools the tasks "
+            "need, or split tasks into smaller ones",
+        )
     ctx.reporter.line(
         f"warning: the seed's val {ctx.config.metric} is {seed_val:.3f}, {regime}: a gate on it can hardly "
-        "tell skills apart; use harder tasks or restrict the agent's tools (see skilltune calibrate)"
+        f"tell skills apart; {fix} (see skilltune calibrate)"
     )
 
 
@@ -95,7 +102,7 @@ def _warn_val_size(ctx: RunContext) -> None:
     if not ctx.gate.leveled:
         return
     levels = ctx.gate.run_alpha.planned_levels()
-    note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels)
+    note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha)
     if note:
         ctx.reporter.line(note)
     for line in suite_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha):
