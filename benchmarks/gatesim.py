@@ -9,13 +9,9 @@ round):
   only those whose single-look sign-flip p-value could put them inside a look's budget run the
   sequential crossing test (a decision outside every look's budget cannot cross: the screen
   is exact for a full reference and misses with chance < 1e-12 per look for a sampled one).
-  Graded scores on a grid of 1/g (a judge's 0-100: g = 100) are integers in units of 1/g; the
-  gate's lattice of the task means is then proportional to the task sums, so the test is the
-  same. With ``harm_tolerance`` set, the harm veto (skilltune/stats/harm.py) is applied to the
-  decisions that cross (``settle``).
-- ``replicate-t``: the gate before issue 12, for comparison: a t statistic on the pooled
-  per-(task, replicate) differences against Brownian-motion group-sequential bounds at 0.8
-  alpha, a sign test for equal differences, futility from the first look.
+  Graded scores on a grid of 1/g (a judge's 0-100) are sums in units of 1/g: the gate's lattice
+  of the task means. ``harm_tolerance``: the harm veto (stats/harm.py) on crossings (``settle``).
+- ``replicate-t``: the gate before issue 12, for comparison (benchmarks/replicate_t.py).
 
 ``tests/test_sequential.py`` checks that ``decide`` gives the gate's own decisions.
 """
@@ -28,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.random import Generator
 from scipy import stats as sps
 
 from benchmarks.replicate_t import decide_today
@@ -118,14 +115,18 @@ def _cross(
         for start in range(0, group.size, batch):
             rows = group[start : start + batch]
             reference = _reference(n, alpha, int(seeds[rows[0]]))
-            crossings = [Crossings(size) for _ in rows]
+            if sums.shape[1] == 1:  # one look: the observed crosses iff it and all above fit the budget
+                values = reference.values_many(sums[rows, 0])
+                out[rows[(values >= values[:1]).sum(axis=0) <= spend[0]]] = 0
+                continue
+            sets = [Crossings(size) for _ in rows]
             for k in range(int(stops[rows].max()) + 1):
                 alive = [j for j, r in enumerate(rows) if out[r] < 0 and k <= stops[r]]
                 if not alive:
                     break
                 values = reference.values_many(sums[rows[alive], k])
                 for col, j in enumerate(alive):
-                    if crossings[j].look(values[:, col], spend[k]):
+                    if sets[j].look(values[:, col], spend[k]):
                         out[rows[j]] = k
     return out
 
@@ -133,29 +134,19 @@ def _cross(
 def _units(diffs: np.ndarray, grid: int | None) -> tuple[np.ndarray, int]:
     """Differences as integers in units of 1/g, and g: 1 for 0/1 outcomes, 100 for scores on a 0.01
     grid (found for floats; given as ``grid`` for integers already in units)."""
-    _, looks, n = diffs.shape
-    g = grid
-    if g is None and np.issubdtype(diffs.dtype, np.integer):
-        g = 1
-    for step in range(1, 5040 // looks + 1) if g is None else ():
-        if np.abs(diffs * step - np.rint(diffs * step)).max(initial=0.0) <= 1e-9:
-            g = step
-            break
-    # the gate's lattice of task means (signflip.lattice) is then exact, proportional to the task sums
-    top = n * float(np.abs(diffs).max(initial=1.0)) / (grid or 1)  # the task means' sum, at most
-    if g is None or g * looks > min(5040, 262144 / max(top, 1.0)):
+    if grid is None and not np.issubdtype(diffs.dtype, np.integer):
+        steps = range(1, 5040 // diffs.shape[1] + 1)
+        grid = next((g for g in steps if np.abs(diffs * g - np.rint(diffs * g)).max() < 1e-9), 0)
+        diffs = np.rint(diffs * grid)
+    g = 1 if grid is None else grid
+    # on a grid the gate's lattice of the task means (signflip.lattice) is exact: proportional to the sums
+    if not g or g * diffs.shape[1] > min(5040, 262144 * g / max(diffs.shape[2] * np.abs(diffs).max(), 1.0)):
         raise ValueError("differences must lie on a grid of 1/g, g * looks within the gate's lattice")
-    units = diffs if grid or np.issubdtype(diffs.dtype, np.integer) else np.rint(diffs * g)
-    return units.astype(np.int64), g
+    return diffs.astype(np.int64), g
 
 
 def crossings(
-    design: Design,
-    alphas: np.ndarray,
-    sums: np.ndarray,
-    grid: int,
-    seeds: np.ndarray,
-    rng: np.random.Generator,
+    design: Design, alphas: np.ndarray, sums: np.ndarray, grid: int, seeds: np.ndarray, rng: Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """The sign-flip test on per-task sums by look: (the look each decision crosses at or -1, the
     look futility stops it at, or the last)."""
@@ -202,14 +193,11 @@ def settle(
     if design.harm_tolerance is None or not accepted.any():
         return accepted, at + 1
     tol = design.harm_tolerance - 1e-12
-    idx = np.nonzero(accepted)[0]
-    looks, n = units.shape[1:]
-    first = units[idx, 0] / grid
-    k = np.where((crossed[idx] == 0) & (first <= -tol).any(axis=1) & (looks > 1), 1, crossed[idx])
-    at[idx] = k
-    r = k + 1
-    mask = (np.arange(looks)[None, :] < r[:, None])[:, :, None]
-    got = np.where(mask, units[idx], 0).astype(np.float64)
+    idx, (looks, n) = np.nonzero(accepted)[0], units.shape[1:]
+    wait = (crossed[idx] == 0) & (units[idx, 0] / grid <= -tol).any(axis=1) & (looks > 1)
+    at[idx] = np.where(wait, 1, crossed[idx])
+    r = at[idx] + 1
+    got = np.where((np.arange(looks)[None, :] < r[:, None])[:, :, None], units[idx], 0).astype(np.float64)
     sums = got.sum(axis=1)
     means = sums / (grid * r[:, None])
     within = (got * got).sum(axis=1) - sums * sums / r[:, None]  # squared deviations, in units
@@ -241,6 +229,16 @@ def decide(
         design, alphas, np.cumsum(units, axis=1), g, seeds, rng or np.random.default_rng(0)
     )
     return settle(design, crossed, stops, units, g)
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson 95% interval of a share ``hits / n``."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def outcomes(rng: np.random.Generator, rates: np.ndarray, looks: int) -> np.ndarray:

@@ -341,6 +341,28 @@ def test_the_benchmark_simulates_the_gate_itself(tasks: int, alpha: float) -> No
         assert (outcome == "accept", k + 1) == (bool(accepted[d]), int(used[d])), d
 
 
+def test_the_benchmark_simulates_the_one_look_test() -> None:
+    """verdicts.py's fixed-sample reference: gatesim at one look on task means over r replicates (sums
+    in units of 1/r) decides as SequentialTest(max_looks=1) does."""
+    from benchmarks.gatesim import Design, decide
+
+    rng = np.random.default_rng(4)
+    rows, tasks, reps = 150, 20, 3
+    base = rng.uniform(0.35, 0.65, (rows, tasks))
+    effect = rng.choice((0.0, 0.2), (rows, 1))
+    diffs = ((rng.random((rows, reps, tasks)) < base[:, None, :] + effect[:, None, :]).astype(np.int64)
+             - (rng.random((rows, reps, tasks)) < base[:, None, :]))  # fmt: skip
+    sums = diffs.sum(axis=1, keepdims=True)
+    seeds = rng.integers(0, 4, rows)
+    accepted, _ = decide(Design(max_looks=1), np.full(rows, 0.01), sums, seeds, grid=reps)
+    assert 0 < accepted.sum() < rows
+    for d in range(rows):
+        outcome, _ = SequentialTest(0.01, tasks, max_looks=1, seed=int(seeds[d])).look(
+            0, list(sums[d, 0] / reps)
+        )
+        assert (outcome == "accept") == bool(accepted[d]), d
+
+
 def _with_veto(diffs: np.ndarray, alpha: float, seed: int, tolerance: float = 0.5) -> tuple[str, int, bool]:
     """One decision with the harm veto, straight from its rule: SequentialTest, then stats.harm once
     the test crossed (one more look while the suspects' noise is unknown): (outcome, looks, waited)."""
