@@ -15,8 +15,9 @@ proposer).
     across decisions as in a run; the share of runs that keep any edit (95% upper limit) and
     of runs with two or more false keeps.
 (c) power: +5/+10/+20 points on 20 tasks at the first, median and last level of a 12-decision
-    run; power at +20 per level at 6/20/60 tasks; rollouts per decision and their ratio to the
-    fixed-sample test at the nominal level and the same power.
+    run, without and with the harm veto (the same decisions); power at +20 per level at 6/20/60
+    tasks; rollouts per decision and their ratio to the fixed-sample task-level test (the
+    gate's sign-flip test at one look on task means over r replicates) at the same level and power.
 (d) training runs: rollouts per run by stage and the gate's share, keeps, false keeps and the
     true val gain, under a stated model of what proposals do; today beside the new design and
     its options (screen, futility, alpha policy), each saving reported.
@@ -24,6 +25,10 @@ proposer).
     share of runs that win back 2/3 of the lost test score (Wilson 95% interval).
 (f) adaptive replicate allocation (measured, not adopted): a task tied on both arms in each of
     its first r rounds is sampled no more; rollouts per decision and power beside the gate's.
+(g), (h) asymmetric nulls (benchmarks/asymmetric.py, printed as (b')): edits that help most tasks
+    a little and break a few badly, mean effect zero over the task population; 12-decision runs
+    keeping any edit without and with the harm veto, 0/1 scores (g, and a decision on 1-2 val
+    tasks) and graded scores (h), 6/20/60 tasks.
 
     python benchmarks/verdicts.py --quick     # make bench-verdicts: minutes
     python benchmarks/verdicts.py             # the full preset: see "seconds" in the JSON
