@@ -213,8 +213,8 @@ def _fixed_sample(
 def power_study(
     design: Design, n: int, effect: float, alpha: float, decisions: int, seed: int
 ) -> dict[str, Any]:
-    """(c): decisions at ``alpha`` with a true effect of ``effect`` on every task (rates U(0.35, 0.65));
-    today's design (the new one: ``veto_power``, with and without the harm veto)."""
+    """(c): decisions at ``alpha`` with a true effect of ``effect`` on every task (rates U(0.35, 0.65)),
+    for today's design (the new one: ``veto_power``, without and with the harm veto)."""
     rng = np.random.default_rng(seed)
     base = rng.uniform(0.35, 0.65, (decisions, n))
     acc, used = _decisions(design, alpha, base, np.clip(base + effect, 0, 1), rng)
@@ -551,10 +551,13 @@ def veto_power(n: int, effect: float, alpha: float, decisions: int, seed: int) -
     """(c) for the new design without and with the harm veto (the same decisions), with the
     fixed-sample test's rollouts at each one's power."""
     both = asymmetric.veto_power(n, effect, alpha, decisions, seed)
+    fixed: dict[float, float | None] = {}
     for row in both.values():
-        fixed = _fixed_sample(n, effect, alpha, row["power"], decisions, seed + 1)
-        ratio = None if not fixed else row["rollouts_per_decision"] / fixed
-        row |= {"fixed_sample_rollouts": fixed, "ratio_to_fixed": ratio}
+        if row["power"] not in fixed:  # the veto seldom changes the power: one search for both
+            fixed[row["power"]] = _fixed_sample(n, effect, alpha, row["power"], decisions, seed + 1)
+        rollouts = fixed[row["power"]]
+        ratio = None if not rollouts else row["rollouts_per_decision"] / rollouts
+        row |= {"fixed_sample_rollouts": rollouts, "ratio_to_fixed": ratio}
     return both
 
 
