@@ -1,6 +1,7 @@
 """Vectorised simulation of gate decisions and of training runs (the engine of verdicts.py).
 
-Two designs, on 0/1 outcomes (one replicate per val task per arm and round):
+Two designs, on 0/1 outcomes or graded scores on a grid (one replicate per val task per arm and
+round):
 
 - ``signflip``: skilltune's sequential gate: per-task mean differences, the sign-flip reference
   of skilltune.stats.signflip (the same ``Reference``, ``budgets``, ``Crossings`` and ``tail`` the
@@ -8,9 +9,9 @@ Two designs, on 0/1 outcomes (one replicate per val task per arm and round):
   only those whose single-look sign-flip p-value could put them inside a look's budget run the
   sequential crossing test (a decision outside every look's budget cannot cross: the screen
   is exact for a full reference and misses with chance < 1e-12 per look for a sampled one).
-- ``replicate-t``: the gate before issue 12, for comparison: a t statistic on the pooled
-  per-(task, replicate) differences against Brownian-motion group-sequential bounds at 0.8
-  alpha, a sign test for equal differences, futility from the first look.
+  Graded scores on a grid of 1/g (a judge's 0-100) are sums in units of 1/g: the gate's lattice
+  of the task means. ``harm_tolerance``: the harm veto (stats/harm.py) on crossings (``settle``).
+- ``replicate-t``: the gate before issue 12, for comparison (benchmarks/replicate_t.py).
 
 ``tests/test_sequential.py`` checks that ``decide`` gives the gate's own decisions.
 """
@@ -23,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from numpy.random import Generator
 from scipy import stats as sps
 
+from benchmarks.replicate_t import decide_today
 from skilltune.stats.signflip import Crossings, Reference, budgets, reference_size, tail
 
 MISS = 1e-12  # a sampled reference's screen skips a look when crossing it is less likely than this
@@ -40,6 +42,8 @@ class Design:
     futility_confidence: float = 0.85
     futility_from: int = 1
     margin: float = 0.8  # replicate-t only
+    harm_tolerance: float | None = None  # the harm veto (skilltune/stats/harm.py); None: off
+    harm_confidence: float = 0.9
 
     @classmethod
     def today(cls) -> Design:
@@ -48,64 +52,7 @@ class Design:
 
 TODAY = Design.today()
 NEW = Design()
-
-
-# --- the design before issue 12 -----------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=256)
-def brownian_bounds(alpha: float, looks: int, rho: float = 2.0, grid: int = 600) -> tuple[float, ...]:
-    """One-sided group-sequential z bounds spending ``alpha * t**rho`` (recursive integration)."""
-    times = np.arange(1, looks + 1) / looks
-    increments = np.diff(np.concatenate([[0.0], alpha * times**rho]))
-    bounds = [float(sps.norm.isf(increments[0]))]
-    upper = bounds[0] * math.sqrt(times[0])
-    x = np.linspace(-10.0 * math.sqrt(times[0]), upper, grid)
-    density = sps.norm.pdf(x / math.sqrt(times[0])) / math.sqrt(times[0])
-    for k in range(1, looks):
-        sd = math.sqrt(times[k] - times[k - 1])
-
-        def excess(
-            u: float, x: Any = x, density: Any = density, sd: float = sd, target: float = float(increments[k])
-        ) -> float:
-            return float(np.trapezoid(density * sps.norm.sf((u - x) / sd), x)) - target
-
-        u = float(optimize.brentq(excess, float(x[0]) - 10.0, upper + 20.0))
-        bounds.append(u / math.sqrt(times[k]))
-        nxt = np.linspace(-10.0 * math.sqrt(times[k]), u, grid)
-        kernel = sps.norm.pdf((nxt[:, None] - x[None, :]) / sd) / sd
-        density = np.asarray(np.trapezoid(kernel * density[None, :], x, axis=1))
-        x, upper = nxt, u
-    return tuple(bounds)
-
-
-def _decide_today(design: Design, alphas: np.ndarray, diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    rows, looks, n = diffs.shape
-    s = np.cumsum(diffs.sum(axis=2), axis=1).astype(float)  # sum of differences by look
-    q = np.cumsum(np.abs(diffs).sum(axis=2), axis=1).astype(float)  # sum of squares (d in -1, 0, 1)
-    pairs = n * np.arange(1, looks + 1)[None, :]
-    mean = s / pairs
-    var = np.maximum(q - pairs * mean**2, 0.0) / (pairs - 1)
-    se = np.sqrt(var / pairs)
-    accepted = np.zeros(rows, dtype=bool)
-    used = np.full(rows, looks)
-    open_ = np.ones(rows, dtype=bool)
-    t_upper = np.array([sps.t.isf(1 - design.futility_confidence, p - 1) for p in pairs[0]])
-    for alpha in np.unique(alphas):
-        mine = alphas == alpha
-        z = brownian_bounds(float(alpha) * design.margin, looks, design.rho)
-        for k in range(looks):
-            df = int(pairs[0, k]) - 1
-            bound = float(sps.t.isf(sps.norm.sf(z[k]), df))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.where(se[:, k] > 0, mean[:, k] / se[:, k], np.nan)
-            constant = (se[:, k] == 0) & (mean[:, k] > 0) & (pairs[0, k] >= math.log2(1 / alpha))
-            acc = mine & open_ & ((t >= bound) | constant)
-            fut = mine & open_ & ~acc & (mean[:, k] + t_upper[k] * se[:, k] < design.min_effect)
-            accepted |= acc
-            used[acc | fut] = k + 1
-            open_ &= ~(acc | fut)
-    return accepted, used
+NEW_VETO = Design(harm_tolerance=0.5)  # the gate with the harm veto at its proposed defaults
 
 
 # --- the sign-flip design -----------------------------------------------------------------------
@@ -168,44 +115,52 @@ def _cross(
         for start in range(0, group.size, batch):
             rows = group[start : start + batch]
             reference = _reference(n, alpha, int(seeds[rows[0]]))
-            crossings = [Crossings(size) for _ in rows]
+            if sums.shape[1] == 1:  # one look: the observed crosses iff it and all above fit the budget
+                values = reference.values_many(sums[rows, 0])
+                out[rows[(values >= values[:1]).sum(axis=0) <= spend[0]]] = 0
+                continue
+            sets = [Crossings(size) for _ in rows]
             for k in range(int(stops[rows].max()) + 1):
                 alive = [j for j, r in enumerate(rows) if out[r] < 0 and k <= stops[r]]
                 if not alive:
                     break
                 values = reference.values_many(sums[rows[alive], k])
                 for col, j in enumerate(alive):
-                    if crossings[j].look(values[:, col], spend[k]):
+                    if sets[j].look(values[:, col], spend[k]):
                         out[rows[j]] = k
     return out
 
 
-def decide(
-    design: Design,
-    alphas: np.ndarray,
-    diffs: np.ndarray,
-    seeds: np.ndarray | None = None,
-    rng: np.random.Generator | None = None,
+def _units(diffs: np.ndarray, grid: int | None) -> tuple[np.ndarray, int]:
+    """Differences as integers in units of 1/g, and g: 1 for 0/1 outcomes, 100 for scores on a 0.01
+    grid (found for floats; given as ``grid`` for integers already in units)."""
+    if grid is None and not np.issubdtype(diffs.dtype, np.integer):
+        steps = range(1, 5040 // diffs.shape[1] + 1)
+        grid = next((g for g in steps if np.abs(diffs * g - np.rint(diffs * g)).max() < 1e-9), 0)
+        diffs = np.rint(diffs * grid)
+    g = 1 if grid is None else grid
+    # on a grid the gate's lattice of the task means (signflip.lattice) is exact: proportional to the sums
+    if not g or g * diffs.shape[1] > min(5040, 262144 * g / max(diffs.shape[2] * np.abs(diffs).max(), 1.0)):
+        raise ValueError("differences must lie on a grid of 1/g, g * looks within the gate's lattice")
+    return diffs.astype(np.int64), g
+
+
+def crossings(
+    design: Design, alphas: np.ndarray, sums: np.ndarray, grid: int, seeds: np.ndarray, rng: Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Decisions on per-round differences ``diffs[d, k, i]`` (candidate - incumbent, in -1, 0, 1) at
-    levels ``alphas[d]``: (accepted, rounds used). ``seeds[d]``: the sampled reference's seed
-    (decisions sharing one share the reference; the gate draws one per decision)."""
-    if design.kind == "replicate-t":
-        return _decide_today(design, alphas, diffs)
-    rows, looks, n = diffs.shape
-    sums = np.cumsum(diffs.astype(np.int64), axis=1)  # per-task sums by look
+    """The sign-flip test on per-task sums by look: (the look each decision crosses at or -1, the
+    look futility stops it at, or the last)."""
+    rows, looks, n = sums.shape
     t_upper = sps.t.isf(1 - design.futility_confidence, n - 1) if n >= 2 else math.inf
     stops = np.full(rows, looks - 1)
     for k in range(looks - 1, -1, -1):
         if k + 1 < design.futility_from or n < 2:
             continue
-        means = sums[:, k] / (k + 1)
+        means = sums[:, k] / (grid * (k + 1))
         centre = means.mean(axis=1)
         sd = means.std(axis=1, ddof=1)
         futile = centre + t_upper * sd / math.sqrt(n) < design.min_effect
         stops[futile] = k
-    seeds = np.zeros(rows, dtype=np.int64) if seeds is None else seeds
-    rng = rng or np.random.default_rng(0)
     crossed = np.full(rows, -1)
     for alpha in np.unique(alphas):
         mine = np.nonzero(alphas == alpha)[0]
@@ -221,9 +176,69 @@ def decide(
         if maybe.any():
             chosen = mine[maybe]
             crossed[chosen] = _cross(design, float(alpha), n, sums[chosen], last[maybe], seeds[chosen])
+    return crossed, stops
+
+
+def settle(
+    design: Design, crossed: np.ndarray, stops: np.ndarray, units: np.ndarray, grid: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accepted, rounds used): the crossings, less the harm veto's rejections when the design has it.
+
+    After the crossing at look c, the task means m (r = c + 1 rounds each): no task at or below
+    -tolerance keeps at c; suspects without a noise estimate (c = 0) wait for look 1 when there is
+    one (at the cap they keep); else a suspect whose upper bound m + z s / sqrt(r) is at or below
+    -tolerance (s: the within-task sd of the rounds' differences, pooled) rejects at that look."""
     accepted = crossed >= 0
-    used = np.where(accepted, crossed + 1, stops + 1)
-    return accepted, used
+    at = np.where(accepted, crossed, stops)
+    if design.harm_tolerance is None or not accepted.any():
+        return accepted, at + 1
+    tol = design.harm_tolerance - 1e-12
+    idx, (looks, n) = np.nonzero(accepted)[0], units.shape[1:]
+    wait = (crossed[idx] == 0) & (units[idx, 0] / grid <= -tol).any(axis=1) & (looks > 1)
+    at[idx] = np.where(wait, 1, crossed[idx])
+    r = at[idx] + 1
+    got = np.where((np.arange(looks)[None, :] < r[:, None])[:, :, None], units[idx], 0).astype(np.float64)
+    sums = got.sum(axis=1)
+    means = sums / (grid * r[:, None])
+    within = (got * got).sum(axis=1) - sums * sums / r[:, None]  # squared deviations, in units
+    with np.errstate(invalid="ignore", divide="ignore"):
+        noise = np.sqrt(np.maximum(within.sum(axis=1), 0.0) / (n * (r - 1))) / grid
+    upper = means + float(sps.norm.ppf(design.harm_confidence)) * (noise / np.sqrt(r))[:, None]
+    harmed = (means <= -tol) & (upper <= -tol) & (r >= 2)[:, None]
+    accepted[idx[harmed.any(axis=1)]] = False
+    return accepted, at + 1
+
+
+def decide(
+    design: Design,
+    alphas: np.ndarray,
+    diffs: np.ndarray,
+    seeds: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+    grid: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decisions on per-round differences ``diffs[d, k, i]`` (candidate - incumbent) at levels
+    ``alphas[d]``: (accepted, rounds used). Differences: 0/1 outcomes' -1, 0, 1; graded scores on a
+    grid of 1/g as floats; or integers in units of 1/``grid``. ``seeds[d]``: the sampled
+    reference's seed (decisions sharing one share the reference; the gate draws one per decision)."""
+    if design.kind == "replicate-t":
+        return decide_today(design, alphas, diffs)
+    units, g = _units(diffs, grid)
+    seeds = np.zeros(units.shape[0], dtype=np.int64) if seeds is None else seeds
+    crossed, stops = crossings(
+        design, alphas, np.cumsum(units, axis=1), g, seeds, rng or np.random.default_rng(0)
+    )
+    return settle(design, crossed, stops, units, g)
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson 95% interval of a share ``hits / n``."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def outcomes(rng: np.random.Generator, rates: np.ndarray, looks: int) -> np.ndarray:

@@ -15,8 +15,9 @@ proposer).
     across decisions as in a run; the share of runs that keep any edit (95% upper limit) and
     of runs with two or more false keeps.
 (c) power: +5/+10/+20 points on 20 tasks at the first, median and last level of a 12-decision
-    run; power at +20 per level at 6/20/60 tasks; rollouts per decision and their ratio to the
-    fixed-sample test at the nominal level and the same power.
+    run, without and with the harm veto (the same decisions); power at +20 per level at 6/20/60
+    tasks; rollouts per decision and their ratio to the fixed-sample task-level test (the
+    gate's sign-flip test at one look on task means over r replicates) at the same level and power.
 (d) training runs: rollouts per run by stage and the gate's share, keeps, false keeps and the
     true val gain, under a stated model of what proposals do; today beside the new design and
     its options (screen, futility, alpha policy), each saving reported.
@@ -24,6 +25,10 @@ proposer).
     share of runs that win back 2/3 of the lost test score (Wilson 95% interval).
 (f) adaptive replicate allocation (measured, not adopted): a task tied on both arms in each of
     its first r rounds is sampled no more; rollouts per decision and power beside the gate's.
+(g), (h) asymmetric nulls (benchmarks/asymmetric.py, printed as (b')): edits that help most tasks
+    a little and break a few badly, mean effect zero over the task population; 12-decision runs
+    keeping any edit without and with the harm veto, 0/1 scores (g, and a decision on 1-2 val
+    tasks) and graded scores (h), 6/20/60 tasks.
 
     python benchmarks/verdicts.py --quick     # make bench-verdicts: minutes
     python benchmarks/verdicts.py             # the full preset: see "seconds" in the JSON
@@ -48,11 +53,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import asymmetric  # noqa: E402
 from benchmarks.gatesim import (  # noqa: E402
     NEW,
     TODAY,
@@ -63,6 +68,7 @@ from benchmarks.gatesim import (  # noqa: E402
     decide,
     outcomes,
     training_runs,
+    wilson,
 )
 from skilltune.stats.alpha import RunAlpha  # noqa: E402
 
@@ -80,24 +86,16 @@ NULLS = {
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"expected_false": 40, "max_decisions": 100_000, "runs": 1000, "power": 1000, "training": 300,
-              "planted": 8, "planted_steps": 5, "levels": (0.05, 0.01)},
+              "planted": 8, "planted_steps": 5, "levels": (0.05, 0.01), "asym_runs": 300, "asym_grid": False},
     "full": {"expected_false": 400, "max_decisions": 4_000_000, "runs": 10_000, "power": 6000,
-             "training": 3000, "planted": 100, "planted_steps": 5, "levels": LEVELS},
+             "training": 3000, "planted": 100, "planted_steps": 5, "levels": LEVELS, "asym_runs": 2000,
+             "asym_grid": True},
 }  # fmt: skip
 
 
 def stable_seed(*parts: object) -> int:
     """A seed from ``parts`` that is the same in every process (str hashes are salted per process)."""
     return zlib.crc32(repr(parts).encode())
-
-
-def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def _null_rates(rng: np.random.Generator, case: str, rows: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -185,31 +183,44 @@ def run_study(gating: Gating, case: str, n: int, decisions: int, runs: int, seed
     }  # fmt: skip
 
 
+ONE_LOOK = Design(max_looks=1)  # the fixed-sample test: the gate's sign-flip test at one look
+
+
 def _fixed_sample(
-    alpha: float, power: float, effect: float, lo: float = 0.35, hi: float = 0.65
+    n: int, effect: float, alpha: float, power: float, decisions: int, seed: int
 ) -> float | None:
-    """Rollouts (both arms) of the one-sided fixed-sample paired test at ``alpha`` with ``power``."""
-    if not 0 < power < 1 or effect <= 0:
+    """Rollouts (both arms) of the fixed-sample task-level test at ``alpha`` with ``power``: the
+    one-look sign-flip test on task means over r replicates per task per arm, at the smallest r
+    reaching ``power`` (linear between integers; 2n when one replicate does). Rates U(0.35, 0.65)."""
+    if power <= 0:
         return None
-
-    def var(a: float, b: float) -> float:  # E[p (1 - p)] for p ~ U(a, b)
-        return ((b**2 - a**2) / 2 - (b**3 - a**3) / 3) / (b - a)
-
-    sd2 = var(lo, hi) + var(lo + effect, hi + effect)
-    z = float(sps.norm.isf(alpha) + sps.norm.isf(1 - power))
-    return 2 * z * z * sd2 / effect**2 if z > 0 else None
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.35, 0.65, (decisions, n))
+    most = 16
+    diffs = (outcomes(rng, np.clip(base + effect, 0, 1), most) - outcomes(rng, base, most)).astype(np.int64)
+    sums = np.cumsum(diffs, axis=1)  # the same rollouts at every r: a smooth power curve
+    seeds = SEEDS[rng.integers(0, SEEDS.size, decisions)]
+    before = 0.0
+    for r in range(1, most + 1):
+        acc, _ = decide(ONE_LOOK, np.full(decisions, alpha), sums[:, r - 1 : r], seeds, rng, grid=r)
+        now = float(acc.mean())
+        if now >= power:
+            return 2 * n * (r if r == 1 else r - 1 + (power - before) / (now - before))
+        before = now
+    return None
 
 
 def power_study(
     design: Design, n: int, effect: float, alpha: float, decisions: int, seed: int
 ) -> dict[str, Any]:
-    """(c): decisions at ``alpha`` with a true effect of ``effect`` on every task (rates U(0.35, 0.65))."""
+    """(c): decisions at ``alpha`` with a true effect of ``effect`` on every task (rates U(0.35, 0.65)),
+    for today's design (the new one: ``veto_power``, without and with the harm veto)."""
     rng = np.random.default_rng(seed)
     base = rng.uniform(0.35, 0.65, (decisions, n))
     acc, used = _decisions(design, alpha, base, np.clip(base + effect, 0, 1), rng)
     power = float(acc.mean())
     per_decision = 2 * n * float(used.mean())
-    fixed = _fixed_sample(alpha, power, effect)
+    fixed = _fixed_sample(n, effect, alpha, power, decisions, seed + 1)
     return {
         "decisions": decisions, "alpha": alpha, "power": power, "power_ci95": list(wilson(int(acc.sum()), decisions)),
         "rollouts_per_decision": per_decision, "reps_per_task_per_arm": float(used.mean()),
@@ -351,26 +362,37 @@ def _report_runs(result: dict[str, Any]) -> list[str]:
 
 
 def _report_power(result: dict[str, Any]) -> list[str]:
-    lines = ["(c) power on 20 tasks at the levels of a 12-decision run (first / median / last)"]
+    lines = [
+        "(c) power on 20 tasks at the levels of a 12-decision run (first / median / last); the fixed-sample"
+    ]
+    lines.append("    reference: the one-look task-level sign-flip test at the same level and power")
     lines.append(
-        "| design | effect | level | power (95%) | reps/task/arm | rollouts/decision | ratio to fixed |"
+        "| design | effect | level | power (95%) | reps/task/arm | rollouts/decision | fixed-sample | ratio to fixed |"
     )
-    lines.append("|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|")
     for row in result["power"]:
         lo, hi = row["power_ci95"]
+        fixed = row.get("fixed_sample_rollouts")
         ratio = "-" if row["ratio_to_fixed"] is None else f"{row['ratio_to_fixed']:.2f}"
         lines.append(
             f"| {row['design']} | +{round(row['effect'] * 100)} | {row['which']} {row['alpha']:.4f} | "
             f"{_pct(row['power'])} [{_pct(lo)}, {_pct(hi)}] | {row['reps_per_task_per_arm']:.2f} | "
-            f"{row['rollouts_per_decision']:.0f} | {ratio} |"
+            f"{row['rollouts_per_decision']:.0f} | {'-' if fixed is None else f'{fixed:.0f}'} | {ratio} |"
         )
-    lines.append("\n(c') power at +20 by task count and level (new design)")
-    lines.append("| tasks | first | median | last |")
-    lines.append("|---|---|---|---|")
+    lines.append("\n(c') power at +20 by task count and level (new design; without the veto -> with it)")
+    lines.append("| tasks | first | median | last | rollouts/decision at first |")
+    lines.append("|---|---|---|---|---|")
     for n, row in result["power_by_tasks"].items():
-        lines.append(
-            f"| {n} | " + " | ".join(_pct(row[w]["power"]) for w in ("first", "median", "last")) + " |"
-        )
+        cells = [
+            f"{_pct(row[w]['off']['power'])} -> {_pct(row[w]['on']['power'])}" if "off" in row[w]
+            else _pct(row[w]["power"])
+            for w in ("first", "median", "last")
+        ]  # fmt: skip
+        first = row["first"].get("off", row["first"])
+        cost = f"{first['rollouts_per_decision']:.0f}"
+        if "on" in row["first"]:
+            cost += f" -> {row['first']['on']['rollouts_per_decision']:.0f}"
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {cost} |")
     return lines
 
 
@@ -453,6 +475,7 @@ def report(result: dict[str, Any]) -> str:
     sections = {
         "levels": _report_levels,
         "runs": _report_runs,
+        "asymmetric": asymmetric.report,
         "power": _report_power,
         "training": _report_training,
         "planted": _report_planted,
@@ -460,7 +483,7 @@ def report(result: dict[str, Any]) -> str:
     }
     lines: list[str] = []
     for key, section in sections.items():
-        if key in result:
+        if any(k.startswith(key) for k in result):
             lines += [*section(result), ""]
     audit = result.get("prescreen_audit", {})
     lines.append(
@@ -524,23 +547,37 @@ def part_runs(preset: dict[str, Any]) -> dict[str, Any]:
     return {"runs": runs}
 
 
+def veto_power(n: int, effect: float, alpha: float, decisions: int, seed: int) -> dict[str, dict[str, Any]]:
+    """(c) for the new design without and with the harm veto (the same decisions), with the
+    fixed-sample test's rollouts at each one's power."""
+    both = asymmetric.veto_power(n, effect, alpha, decisions, seed)
+    fixed: dict[float, float | None] = {}
+    for row in both.values():
+        if row["power"] not in fixed:  # the veto seldom changes the power: one search for both
+            fixed[row["power"]] = _fixed_sample(n, effect, alpha, row["power"], decisions, seed + 1)
+        rollouts = fixed[row["power"]]
+        ratio = None if not rollouts else row["rollouts_per_decision"] / rollouts
+        row |= {"fixed_sample_rollouts": rollouts, "ratio_to_fixed": ratio}
+    return both
+
+
 def part_power(preset: dict[str, Any]) -> dict[str, Any]:
     plan = RunAlpha(0.05, "spend", 12).planned_levels()
     which = {"first": plan[0], "median": plan[len(plan) // 2], "last": plan[-1]}
     power = []
-    for design_name, design, level_of in (
-        ("new", NEW, which),
-        ("today", TODAY, {"first": RunAlpha(0.05, "lord", 12).level([])}),
-    ):
-        for effect in (0.05, 0.10, 0.20):
-            for label, alpha in level_of.items():
-                seed = stable_seed(design_name, effect, label)
-                row = power_study(design, 20, effect, alpha, preset["power"], seed)
-                power.append({"design": design_name, "effect": effect, "which": label, **row})
+    for effect in (0.05, 0.10, 0.20):
+        for label, alpha in which.items():
+            both = veto_power(20, effect, alpha, preset["power"], stable_seed("new", effect, label))
+            for design_name, key in (("new", "off"), ("new+veto", "on")):
+                power.append({"design": design_name, "effect": effect, "which": label, **both[key]})
+        today = {"first": RunAlpha(0.05, "lord", 12).level([])}
+        for label, alpha in today.items():
+            row = power_study(TODAY, 20, effect, alpha, preset["power"], stable_seed("today", effect, label))
+            power.append({"design": "today", "effect": effect, "which": label, **row})
+        print(f"  (c) +{round(effect * 100)} done", file=sys.stderr, flush=True)
     by_tasks = {
         str(n): {
-            label: power_study(NEW, n, 0.2, alpha, preset["power"] // 2, seed=n)
-            for label, alpha in which.items()
+            label: veto_power(n, 0.2, alpha, preset["power"] // 2, seed=n) for label, alpha in which.items()
         }
         for n in TASKS
     }
@@ -556,6 +593,12 @@ PARTS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
         "planted": planted_study(preset["planted"], preset["planted_steps"], workers)
     },
     "f": lambda preset, workers: {"allocation": allocation_study(preset["power"], seed=9)},
+    # (b') asymmetric nulls, without and with the harm veto: 0/1 scores (and 1-2 val tasks), graded scores
+    "g": lambda preset, workers: (
+        asymmetric.part(preset, graded=False)
+        | {"few_tasks": asymmetric.few_tasks(preset["asym_runs"], seed=3)}
+    ),
+    "h": lambda preset, workers: asymmetric.part(preset, graded=True),
 }
 
 
@@ -563,7 +606,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the fast preset (make bench-verdicts)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--parts", default="abcdef", help="which parts to run (default all); others are kept")
+    parser.add_argument(
+        "--parts", default="abcdefgh", help="which parts to run (default all); others are kept"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     name = "quick" if args.quick else "full"

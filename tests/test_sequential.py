@@ -341,6 +341,82 @@ def test_the_benchmark_simulates_the_gate_itself(tasks: int, alpha: float) -> No
         assert (outcome == "accept", k + 1) == (bool(accepted[d]), int(used[d])), d
 
 
+def test_the_benchmark_simulates_the_one_look_test() -> None:
+    """verdicts.py's fixed-sample reference: gatesim at one look on task means over r replicates (sums
+    in units of 1/r) decides as SequentialTest(max_looks=1) does."""
+    from benchmarks.gatesim import Design, decide
+
+    rng = np.random.default_rng(4)
+    rows, tasks, reps = 150, 20, 3
+    base = rng.uniform(0.35, 0.65, (rows, tasks))
+    effect = rng.choice((0.0, 0.2), (rows, 1))
+    diffs = ((rng.random((rows, reps, tasks)) < base[:, None, :] + effect[:, None, :]).astype(np.int64)
+             - (rng.random((rows, reps, tasks)) < base[:, None, :]))  # fmt: skip
+    sums = diffs.sum(axis=1, keepdims=True)
+    seeds = rng.integers(0, 4, rows)
+    accepted, _ = decide(Design(max_looks=1), np.full(rows, 0.01), sums, seeds, grid=reps)
+    assert 0 < accepted.sum() < rows
+    for d in range(rows):
+        outcome, _ = SequentialTest(0.01, tasks, max_looks=1, seed=int(seeds[d])).look(
+            0, list(sums[d, 0] / reps)
+        )
+        assert (outcome == "accept") == bool(accepted[d]), d
+
+
+def _with_veto(diffs: np.ndarray, alpha: float, seed: int, tolerance: float = 0.5) -> tuple[str, int, bool]:
+    """One decision with the harm veto, straight from its rule: SequentialTest, then stats.harm once
+    the test crossed (one more look while the suspects' noise is unknown): (outcome, looks, waited)."""
+    from skilltune.stats.harm import harm
+
+    looks, tasks = diffs.shape
+    test = SequentialTest(alpha, tasks, seed=seed)
+    waited = False
+    for k in range(looks):
+        outcome, _ = test.look(k, list(diffs[: k + 1].sum(axis=0) / (k + 1)))
+        if outcome == "accept":
+            seen = harm({f"t{i}": list(diffs[: k + 1, i]) for i in range(tasks)}, tolerance, 0.9)
+            if seen.harmed:
+                return "veto", k + 1, waited
+            if seen.undetermined and k + 1 < looks:
+                waited = True
+                continue
+        if outcome is not None:
+            return outcome, k + 1, waited
+    raise AssertionError("undecided after the last look")
+
+
+@pytest.mark.parametrize(
+    ("graded", "tasks", "alpha"), [(False, 16, 0.05), (True, 16, 0.05), (True, 24, 0.01)]
+)
+def test_the_benchmark_simulates_the_harm_veto(graded: bool, tasks: int, alpha: float) -> None:
+    """gatesim's veto decisions equal the rule's, on edits that help most tasks and break a planted
+    few (0/1 outcomes, and graded scores on a 0.01 grid passed as floats)."""
+    from benchmarks.gatesim import NEW_VETO, decide
+
+    rng = np.random.default_rng(tasks + graded)
+    rows = 90
+    base = rng.uniform(0.05, 0.3, (rows, tasks)) if not graded else rng.uniform(0.3, 0.8, (rows, tasks))
+    planted = np.arange(tasks)[None, :] < rng.integers(0, 3, (rows, 1))  # 0-2 broken tasks a row
+    lift = rng.choice((0.0, 0.2, 0.7), (rows, 1))
+    if graded:
+        score = lambda rate: np.rint(100 * np.clip(rate + rng.normal(0, 0.05, (rows, 8, tasks)), 0, 1)) / 100  # noqa: E731
+        cand = np.where(planted, base - 0.6, base + lift)[:, None, :]
+        diffs = score(cand) - score(base[:, None, :])
+    else:
+        cand = np.where(planted, 0.0, np.clip(base + lift, 0, 0.97))[:, None, :]
+        inc = np.where(planted, 1.0, base)[:, None, :]
+        diffs = (rng.random((rows, 8, tasks)) < cand).astype(float) - (rng.random((rows, 8, tasks)) < inc)
+    seeds = rng.integers(0, 4, rows)
+    accepted, used = decide(NEW_VETO, np.full(rows, alpha), diffs, seeds)
+    seen = [_with_veto(diffs[d], alpha, int(seeds[d])) for d in range(rows)]
+    for d, (outcome, looks, _) in enumerate(seen):
+        assert (outcome == "accept", looks) == (bool(accepted[d]), int(used[d])), (d, outcome)
+    vetoed = sum(outcome == "veto" for outcome, _, _ in seen)
+    waited = sum(w for _, _, w in seen)
+    assert vetoed >= 3 and accepted.sum() >= 3, (vetoed, int(accepted.sum()))  # the veto fired, not always
+    assert waited >= 3 or not graded, waited  # suspects at a first-look crossing waited for a noise estimate
+
+
 class RepeatingSampler:
     """A near-deterministic target: every round repeats the first exactly (``improved`` of ``tasks``
     tasks go 0 -> 1, the others stay at 0.5)."""
