@@ -185,9 +185,9 @@ def settle(
     """(accepted, rounds used): the crossings, less the harm veto's rejections when the design has it.
 
     After the crossing at look c, the task means m (r = c + 1 rounds each): no task at or below
-    -tolerance keeps at c; suspects without a noise estimate (c = 0) wait for look 1 when there is
-    one (at the cap they keep); else a suspect whose upper bound m + z s / sqrt(r) is at or below
-    -tolerance (s: the within-task sd of the rounds' differences, pooled) rejects at that look."""
+    -tolerance keeps at c; suspects without a noise estimate (c = 0) wait for look 1 if any (at the
+    cap they keep); else a suspect with m + z s / sqrt(r) <= -tolerance rejects at that look (s: the
+    pooled within-task sd of the rounds' differences; z at 1 - (1 - confidence) / suspects)."""
     accepted = crossed >= 0
     at = np.where(accepted, crossed, stops)
     if design.harm_tolerance is None or not accepted.any():
@@ -203,7 +203,8 @@ def settle(
     within = (got * got).sum(axis=1) - sums * sums / r[:, None]  # squared deviations, in units
     with np.errstate(invalid="ignore", divide="ignore"):
         noise = np.sqrt(np.maximum(within.sum(axis=1), 0.0) / (n * (r - 1))) / grid
-    upper = means + float(sps.norm.ppf(design.harm_confidence)) * (noise / np.sqrt(r))[:, None]
+    z = sps.norm.isf((1.0 - design.harm_confidence) / np.maximum((means <= -tol).sum(axis=1), 1))
+    upper = means + (z * noise / np.sqrt(r))[:, None]
     harmed = (means <= -tol) & (upper <= -tol) & (r >= 2)[:, None]
     accepted[idx[harmed.any(axis=1)]] = False
     return accepted, at + 1

@@ -7,7 +7,9 @@ tasks one by one: a task whose mean difference (candidate minus incumbent over i
 replicates) is at most ``-tolerance`` is a *suspect*; it is *harmed* when even the upper
 ``confidence`` bound of its difference, ``mean + z * s / sqrt(r)``, is at most
 ``-tolerance``, with ``s`` the replicate noise pooled over every task that has two or more
-rounds (the within-task sd of the per-round differences). A suspect on a noisy 0/1 task
+rounds (the within-task sd of the per-round differences) and ``z`` the normal quantile at
+``1 - (1 - confidence) / suspects`` (Bonferroni over the suspects: among 60 noisy tasks a few
+fall by chance, and each would otherwise be tested at the full confidence). A suspect on a noisy 0/1 task
 (one flip from 1 to 0) is not harmed; the same drop repeated, or on a graded score whose
 replicates agree, is.
 
@@ -56,7 +58,8 @@ def harm(rounds: Mapping[str, Sequence[float]], tolerance: float, confidence: fl
     noise = pooled_noise(rounds)
     if not suspects or noise is None:
         return Harm(suspects, {}, noise)
-    z = NormalDist().inv_cdf(confidence)
+    # Bonferroni over the suspects: with many noisy tasks some fall by chance, and each is tested
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / len(suspects))
     harmed = {}
     for task, m in suspects.items():
         upper = m + z * noise / math.sqrt(len(rounds[task]))
