@@ -555,3 +555,8 @@ def test_the_harm_rule() -> None:
     assert set(graded.harmed) == {"a"} and not graded.undetermined
     noisy = harm({"a": [-1.0, 0.0], "b": [1.0, 0.0], "c": [0.0, 1.0]}, 0.5, 0.9)
     assert noisy.suspects == {"a": -0.5} and noisy.harmed == {}
+    # Bonferroni over the suspects: one task that fell in all 4 rounds among noisy ones is harmed; two
+    # such tasks are each tested at 0.95, and neither is (among many noisy tasks some fall by chance)
+    noise = {f"n{i}": [1.0, 0.0, -1.0, 0.0] for i in range(6)}
+    assert set(harm(noise | {"a": [-1.0] * 4}, 0.5, 0.9).harmed) == {"a"}
+    assert harm(noise | {"a": [-1.0] * 4, "b": [-1.0] * 4}, 0.5, 0.9).harmed == {}
