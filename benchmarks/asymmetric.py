@@ -74,13 +74,21 @@ def _score(expected: np.ndarray, graded: bool, clip: bool = True) -> np.ndarray:
     """A rollout's mean score at a skill's expected score: E clip(expected + N(0, NOISE), 0, 1) graded."""
     if not graded or not clip:
         return expected
-    f = lambda x: x * sps.norm.cdf(x) + sps.norm.pdf(x)  # noqa: E731  (an integral of the normal cdf)
-    return NOISE * (f(expected / NOISE) - f((expected - 1) / NOISE))
+
+    def f(x: np.ndarray) -> np.ndarray:  # an integral of the normal cdf
+        out: np.ndarray = x * sps.norm.cdf(x) + sps.norm.pdf(x)
+        return out
+
+    out: np.ndarray = NOISE * (f(expected / NOISE) - f((expected - 1) / NOISE))
+    return out
 
 
 def mean_effect(law: Law, graded: bool, clip: bool = True) -> float:
     """The law's mean effect on a rollout's score over the task population (rates U(0.3, 0.8))."""
-    edge = (lambda x: np.clip(x, 0.0, 1.0)) if clip or not graded else (lambda x: x)
+
+    def edge(x: np.ndarray) -> np.ndarray:
+        return np.clip(x, 0.0, 1.0) if clip or not graded else x
+
     before = _score(_B, graded, clip)
     up = _score(edge(_B + law.gain), graded, clip) - before
     down = _score(edge(_B - law.harm), graded, clip) - before

@@ -399,7 +399,10 @@ def test_the_benchmark_simulates_the_harm_veto(graded: bool, tasks: int, alpha: 
     planted = np.arange(tasks)[None, :] < rng.integers(0, 3, (rows, 1))  # 0-2 broken tasks a row
     lift = rng.choice((0.0, 0.2, 0.7), (rows, 1))
     if graded:
-        score = lambda rate: np.rint(100 * np.clip(rate + rng.normal(0, 0.05, (rows, 8, tasks)), 0, 1)) / 100  # noqa: E731
+
+        def score(rate: np.ndarray) -> np.ndarray:
+            return np.rint(100 * np.clip(rate + rng.normal(0, 0.05, (rows, 8, tasks)), 0, 1)) / 100
+
         cand = np.where(planted, base - 0.6, base + lift)[:, None, :]
         diffs = score(cand) - score(base[:, None, :])
     else:
