@@ -241,6 +241,19 @@ def _fmt_ci(x: dict[str, Any]) -> str:
     return f"{x['value']:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def _verdict(model: str, got: dict[str, Any]) -> str:
+    """The winner (the eligible design with the highest figure) and whether it beats the default:
+    the paired bootstrap interval of its ratio to the default's figure above 1."""
+    winner = got["winner"]
+    if winner is None:
+        return f"winner ({model}): none eligible"
+    ratio, lo, hi = got["designs"][winner]["vs_default"]
+    if winner == next(iter(got["designs"])):
+        return f"winner ({model}): the default"
+    beats = "beats the default" if lo > 1 else "not distinguishable from the default (interval holds 1)"
+    return f"winner ({model}): {winner}, {ratio:.2f} [{lo:.2f}, {hi:.2f}] times the default's figure: {beats}"
+
+
 def report(result: dict[str, Any]) -> list[str]:
     eff = result.get("efficiency")
     if not eff:
@@ -263,5 +276,5 @@ def report(result: dict[str, Any]) -> list[str]:
                 f"{100 * r['worse_than_seed']:.1f} [{100 * r['worse_than_seed_upper']:.1f}] | "
                 f"{'yes' if r['eligible'] else 'no'} |"
             )
-        lines.append(f"winner ({model}): {got['winner'] or 'none eligible'}")
+        lines.append(_verdict(model, got))
     return lines
