@@ -248,9 +248,17 @@ def _verdict(model: str, got: dict[str, Any]) -> str:
     if winner is None:
         return f"winner ({model}): none eligible"
     ratio, lo, hi = got["designs"][winner]["vs_default"]
-    if winner == next(iter(got["designs"])):
+    default = next(iter(got["designs"]))
+    if winner == default:
         return f"winner ({model}): the default"
-    beats = "beats the default" if lo > 1 else "not distinguishable from the default (interval holds 1)"
+    if lo > 1:
+        beats = "above the default's"
+    elif hi < 1:
+        beats = "below the default's"
+    else:
+        beats = "not distinguishable from the default's (the interval holds 1)"
+    if not got["designs"][default]["eligible"]:
+        beats += "; the default is not eligible here (an upper limit above 5%)"
     return f"winner ({model}): {winner}, {ratio:.2f} [{lo:.2f}, {hi:.2f}] times the default's figure: {beats}"
 
 
