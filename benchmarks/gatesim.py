@@ -1,4 +1,4 @@
-"""Vectorised simulation of gate decisions and of training runs (the engine of verdicts.py).
+"""Vectorised simulation of gate decisions (the engine of verdicts.py).
 
 Two designs, on 0/1 outcomes or graded scores on a grid (one replicate per val task per arm and
 round):
@@ -13,6 +13,8 @@ round):
   of the task means. ``harm_tolerance``: the harm veto (stats/harm.py) on crossings (``settle``).
 - ``replicate-t``: the gate before issue 12, for comparison (benchmarks/replicate_t.py).
 
+Training runs built on these decisions: benchmarks/runsim.py.
+
 ``tests/test_sequential.py`` checks that ``decide`` gives the gate's own decisions.
 """
 
@@ -20,8 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.random import Generator
@@ -146,13 +147,20 @@ def _units(diffs: np.ndarray, grid: int | None) -> tuple[np.ndarray, int]:
 
 
 def crossings(
-    design: Design, alphas: np.ndarray, sums: np.ndarray, grid: int, seeds: np.ndarray, rng: Generator
+    design: Design,
+    alphas: np.ndarray,
+    sums: np.ndarray,
+    grid: int,
+    seeds: np.ndarray,
+    rng: Generator,
+    limit: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The sign-flip test on per-task sums by look: (the look each decision crosses at or -1, the
-    look futility stops it at, or the last)."""
+    look futility stops it at, or the last). ``limit[d]``: the last look decision d may run to
+    (another early stop, e.g. the gate's stop_on_repeat; it can still cross at that look)."""
     rows, looks, n = sums.shape
     t_upper = sps.t.isf(1 - design.futility_confidence, n - 1) if n >= 2 else math.inf
-    stops = np.full(rows, looks - 1)
+    stops = np.full(rows, looks - 1) if limit is None else np.minimum(limit, looks - 1)
     for k in range(looks - 1, -1, -1):
         if k + 1 < design.futility_from or n < 2:
             continue
@@ -160,7 +168,7 @@ def crossings(
         centre = means.mean(axis=1)
         sd = means.std(axis=1, ddof=1)
         futile = centre + t_upper * sd / math.sqrt(n) < design.min_effect
-        stops[futile] = k
+        stops[futile] = np.minimum(stops[futile], k)
     crossed = np.full(rows, -1)
     for alpha in np.unique(alphas):
         mine = np.nonzero(alphas == alpha)[0]
@@ -245,156 +253,3 @@ def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def outcomes(rng: np.random.Generator, rates: np.ndarray, looks: int) -> np.ndarray:
     """0/1 outcomes (rows, looks, tasks) of independent rollouts at per-(row, task) ``rates``."""
     return (rng.random((rates.shape[0], looks, rates.shape[1])) < rates[:, None, :]).astype(np.int8)
-
-
-# --- training runs ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Proposals:
-    """What a proposer's candidates do to the val tasks (a model, stated in the README).
-
-    Each step proposes nothing with chance ``empty``; else a candidate whose per-task effect is
-    its kind's mean plus +-``spread`` (half the tasks each way): ``helpful`` (+``gain``),
-    ``harmful`` (-``loss``) or neutral (zero mean)."""
-
-    empty: float = 0.10
-    helpful: float = 0.25
-    harmful: float = 0.30
-    gain: float = 0.20
-    loss: float = 0.15
-    spread: float = 0.10
-
-
-@dataclass(frozen=True)
-class RunShape:
-    val: int = 20
-    test: int = 20
-    steps: int = 10
-    epoch_steps: int = 5
-    batch: int = 8
-    slow_sample: int = 6
-    test_reps: int = 3
-    base_lo: float = 0.3
-    base_hi: float = 0.8
-
-    @property
-    def planned(self) -> int:
-        return self.steps + self.steps // self.epoch_steps
-
-
-@dataclass(frozen=True)
-class Gating:
-    """A gate design and the run's policy around it."""
-
-    name: str
-    design: Design
-    policy: str = "spend"  # or "lord"
-    reuse: bool = True  # the incumbent's gate rollouts shared across decisions (and the baseline)
-    prefetch: bool = True  # round k also runs the incumbent's round k+1 when the pool lacks it
-    screen: bool = False  # candidate on the step's train batch first; discard when worse
-    alpha: float = 0.05
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _levels(policy: str, alpha: float, planned: int, histories: list[list[bool]]) -> np.ndarray:
-    from skilltune.stats.alpha import RunAlpha
-
-    run = RunAlpha(alpha, policy, planned)  # type: ignore[arg-type]
-    return np.array([run.level(h) for h in histories])
-
-
-def training_runs(
-    gating: Gating, shape: RunShape, proposals: Proposals, runs: int, seed: int
-) -> dict[str, Any]:
-    """``runs`` simulated training runs: rollouts by stage, keeps, false keeps, the true val gain."""
-    rng = np.random.default_rng(seed)
-    n, looks = shape.val, gating.design.max_looks
-    rates = rng.uniform(shape.base_lo, shape.base_hi, (runs, n))
-    start = rates.mean(axis=1)
-    cost = {k: np.zeros(runs) for k in ("baseline", "train", "screen", "gate", "epoch", "final")}
-    cost["baseline"] += n
-    pool = outcomes(rng, rates, looks)  # the seed's val rollouts: round 0 is the baseline
-    depth = np.ones(runs, dtype=int) if gating.reuse else np.zeros(runs, dtype=int)
-    history: list[list[bool]] = [[] for _ in range(runs)]  # gated decisions only, as in a run
-    kept = np.zeros(runs)
-    false_kept = np.zeros(runs)
-    kept_epoch = np.zeros(runs, dtype=bool)
-    units = []
-    for step in range(1, shape.steps + 1):
-        units.append("step")
-        if step % shape.epoch_steps == 0:
-            units.append("epoch")
-    for unit in units:
-        if unit == "step":
-            cost["train"] += shape.batch
-            kind = rng.random(runs)
-            mean = np.where(
-                kind < proposals.helpful,
-                proposals.gain,
-                np.where(kind < proposals.helpful + proposals.harmful, -proposals.loss, 0.0),
-            )
-            present = rng.random(runs) >= proposals.empty
-        else:
-            cost["epoch"] += np.where(kept_epoch, 2 * shape.slow_sample, 0)
-            mean = np.zeros(runs)  # a slow update restates what was kept: no effect on average
-            present = kept_epoch.copy()
-            kept_epoch[:] = False
-        signs = rng.permuted(np.tile(np.repeat([-1.0, 1.0], n // 2 + 1)[:n], (runs, 1)), axis=1)
-        cand = np.clip(rates + mean[:, None] + proposals.spread * signs, 0.0, 1.0)
-        truth = (cand - rates).mean(axis=1)
-        if gating.screen and unit == "step":
-            cost["screen"] += np.where(present, shape.batch, 0)
-            tasks = rng.integers(0, n, (runs, shape.batch))  # train tasks like val tasks
-            rows = np.arange(runs)[:, None]
-            before = (rng.random((runs, shape.batch)) < rates[rows, tasks]).mean(axis=1)
-            after = (rng.random((runs, shape.batch)) < cand[rows, tasks]).mean(axis=1)
-            present &= ~(after < before)
-        idx = np.nonzero(present)[0]
-        accepted = np.zeros(runs, dtype=bool)
-        if idx.size:
-            alphas = _levels(gating.policy, gating.alpha, shape.planned, [history[i] for i in idx])
-            live = idx[alphas > 0]
-            alphas = alphas[alphas > 0]
-            cand_out = outcomes(rng, cand[live], looks)
-            inc_out = pool[live] if gating.reuse else outcomes(rng, rates[live], looks)
-            seeds = rng.integers(0, 2**31, 8)[rng.integers(0, 8, live.size)]  # 8 references a decision
-            acc, used = decide(gating.design, alphas, (cand_out - inc_out).astype(np.int8), seeds, rng)
-            accepted[live] = acc
-            if gating.reuse:
-                before = depth[live]
-                after = np.maximum(before, used)
-                if gating.prefetch:  # the last round run also ran the next one's incumbent side
-                    after = np.where(used >= before, np.maximum(before, np.minimum(used + 1, looks)), before)
-                cost["gate"][live] += n * used + n * (after - before)
-                depth[live] = after
-            else:
-                cost["gate"][live] += 2 * n * used
-            for i in live:
-                history[i].append(bool(accepted[i]))
-        kept += accepted
-        false_kept += accepted & (truth <= 0)
-        kept_epoch |= accepted & (unit == "step")
-        rates = np.where(accepted[:, None], cand, rates)
-        if accepted.any():
-            fresh = outcomes(rng, rates[accepted], looks)
-            pool[accepted] = fresh
-            depth[accepted] = 0
-    cost["final"] += np.where(kept > 0, 2 * shape.test * shape.test_reps, 0)
-    total: np.ndarray = np.sum(list(cost.values()), axis=0)
-    training = total - cost["final"]
-    return {
-        "runs": runs,
-        "rollouts": {k: float(v.mean()) for k, v in cost.items()},
-        "rollouts_per_run": float(total.mean()),
-        "training_rollouts_per_run": float(training.mean()),
-        "gate_rollouts_per_run": float(cost["gate"].mean()),
-        "gate_rollouts_sd": float(cost["gate"].std(ddof=1)),
-        "gate_share": float(cost["gate"].sum() / training.sum()),
-        "kept_per_run": float(kept.mean()),
-        "kept_sd": float(kept.std(ddof=1)),
-        "false_kept_per_run": float(false_kept.mean()),
-        "runs_with_false_keep": float((false_kept > 0).mean()),
-        "true_val_gain": float((rates.mean(axis=1) - start).mean()),
-        "true_val_gain_sd": float((rates.mean(axis=1) - start).std(ddof=1)),
-    }

@@ -29,6 +29,9 @@ proposer).
     a little and break a few badly, mean effect zero over the task population; 12-decision runs
     keeping any edit without and with the harm veto, 0/1 scores (g, and a decision on 1-2 val
     tasks) and graded scores (h), 6/20/60 tasks.
+(i) the figure of issue 20 item 2 (benchmarks/efficiency.py): the true held-out gain of the skill a
+    simulated run ends with per 1,000 training rollouts, per gate design on the same runs, with the
+    runs keeping a useless edit and ending worse than S0; two proposal models.
 
     python benchmarks/verdicts.py --quick     # make bench-verdicts: minutes
     python benchmarks/verdicts.py             # the full preset: see "seconds" in the JSON
@@ -57,19 +60,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import asymmetric  # noqa: E402
-from benchmarks.gatesim import (  # noqa: E402
-    NEW,
-    TODAY,
-    Design,
-    Gating,
-    Proposals,
-    RunShape,
-    decide,
-    outcomes,
-    training_runs,
-    wilson,
-)
+from benchmarks import asymmetric, efficiency  # noqa: E402
+from benchmarks.gatesim import NEW, TODAY, Design, decide, outcomes, wilson  # noqa: E402
+from benchmarks.runsim import Gating, Proposals, RunShape, training_runs  # noqa: E402
 from skilltune.stats.alpha import RunAlpha  # noqa: E402
 
 SUITE = ROOT / "examples" / "mock-demo" / "suite"
@@ -86,10 +79,11 @@ NULLS = {
 }
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"expected_false": 40, "max_decisions": 100_000, "runs": 1000, "power": 1000, "training": 300,
-              "planted": 8, "planted_steps": 5, "levels": (0.05, 0.01), "asym_runs": 300, "asym_grid": False},
+              "planted": 8, "planted_steps": 5, "levels": (0.05, 0.01), "asym_runs": 300, "asym_grid": False,
+              "eff_runs": 300},
     "full": {"expected_false": 400, "max_decisions": 4_000_000, "runs": 10_000, "power": 6000,
              "training": 3000, "planted": 100, "planted_steps": 5, "levels": LEVELS, "asym_runs": 2000,
-             "asym_grid": True},
+             "asym_grid": True, "eff_runs": 2000},
 }  # fmt: skip
 
 
@@ -480,6 +474,7 @@ def report(result: dict[str, Any]) -> str:
         "training": _report_training,
         "planted": _report_planted,
         "allocation": _report_allocation,
+        "efficiency": efficiency.report,
     }
     lines: list[str] = []
     for key, section in sections.items():
@@ -599,6 +594,8 @@ PARTS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
         | {"few_tasks": asymmetric.few_tasks(preset["asym_runs"], seed=3)}
     ),
     "h": lambda preset, workers: asymmetric.part(preset, graded=True),
+    # (i) held-out gain per 1,000 training rollouts by gate design (issue 20 item 2)
+    "i": lambda preset, workers: {"efficiency": efficiency.study(preset["eff_runs"], seed=11)},
 }
 
 
@@ -607,7 +604,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the fast preset (make bench-verdicts)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
-        "--parts", default="abcdefgh", help="which parts to run (default all); others are kept"
+        "--parts", default="abcdefghi", help="which parts to run (default all); others are kept"
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
