@@ -227,6 +227,9 @@ def _add_trigger_evals(
                     f"to {TRIGGER_EVALS_FILE} (every third query of each class goes to {split})",
                 )
             )
+    ordered = {split: splits[split] for split in SPLITS if split in splits}
+    splits.clear()
+    splits.update(ordered)  # in split order, whichever file gave a split its first tasks
     return locations
 
 
