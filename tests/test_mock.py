@@ -147,3 +147,65 @@ def test_scripted_infra_errors(tmp_path: Path) -> None:
     task = _task(mock_infra_errors=1)
     assert backend.run(_request(tmp_path, task, attempt=0)).status == "infra_error"
     assert backend.run(_request(tmp_path, task, attempt=1)).status == "ok"
+
+
+# --- load decisions (trigger mode) ---------------------------------------------------------------
+
+RELEASE_NOTES = "Writes release notes from merged pull requests. Use when the user asks for release notes."
+
+
+def test_key_terms_come_from_the_use_when_clause() -> None:
+    from skilltune.agents.mock import trigger_terms
+
+    assert trigger_terms(RELEASE_NOTES) == {"releas", "note"}  # stemmed; "user", "asks" are stop words
+    assert trigger_terms("Formats SQL queries.") == {"format", "query"}  # no clause: the whole description
+    assert trigger_terms("Use this skill whenever a spreadsheet is involved.") == {"spreadsheet", "involv"}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "loads", "matched"),
+    [
+        ("Draft the release notes for v2.4", True, ["note", "releas"]),
+        ("Releasing 3.0: what goes in the notes?", True, ["note", "releas"]),  # -ing, plural
+        ("update CHANGELOG.md with the merged PRs", False, []),  # a miss: the description never says it
+        ("Release the lock on the orders table", True, ["releas"]),  # a near miss it takes
+        ("Rename getUser to fetchUser", False, []),
+    ],
+)
+def test_the_mock_loads_a_skill_when_the_prompt_names_a_key_term(
+    prompt: str, loads: bool, matched: list[str]
+) -> None:
+    from skilltune.agents.mock import loads_skill
+
+    assert loads_skill(RELEASE_NOTES, prompt) == (loads, matched)
+
+
+@pytest.mark.parametrize("placement", ["native", "system", "prepend"])
+def test_the_load_decision_reaches_the_result_in_every_placement(tmp_path: Path, placement: str) -> None:
+    from skilltune.rollout.workspace import place_skill
+    from skilltune.skill import Candidate
+
+    backend = get_backend("mock")
+    assert backend.reports_skill_loads
+    skill = Candidate({"SKILL.md": f"---\nname: x\ndescription: {RELEASE_NOTES}\n---\nState a default.\n"})
+    decisions = []
+    for prompt in ("Draft the release notes for v2.4", "Rename getUser to fetchUser"):
+        task = _task(prompt=prompt)
+        placed = place_skill(skill, tmp_path / prompt[:5], backend, placement, task.prompt)  # type: ignore[arg-type]
+        request = _request(
+            tmp_path / prompt[:5], task, prompt=placed.prompt, system_prompt=placed.system_prompt,
+            skill_name="x", options=MockOptions(placement=placement),
+        )  # fmt: skip
+        result = backend.run(request)
+        decisions.append(result.skill_loaded)
+        event = next(e for e in result.events if e["type"] == "skill_load")
+        assert event["loaded"] is result.skill_loaded
+    assert decisions == [True, False]
+
+
+def test_no_skill_loads_nothing_and_an_instruction_file_gets_no_decision(tmp_path: Path) -> None:
+    backend = get_backend("mock")
+    task = _task(prompt="Draft the release notes")
+    assert backend.run(_request(tmp_path, task, candidate_hash="noskill")).skill_loaded is False
+    (tmp_path / "AGENTS.md").write_text("State a default.\n")
+    assert backend.run(_request(tmp_path, task, skill_name="skill")).skill_loaded is None

@@ -19,6 +19,7 @@ from skilltune.runfiles import (
     SCHEMA_VERSION,
     UNIT_FILES,
     AuditFile,
+    Comparison,
     FindingsRecord,
     JudgeFile,
     JudgeInputsFile,
@@ -76,6 +77,8 @@ def test_a_schema_1_run_resumes_to_the_ending_the_old_skilltune_gave(tmp_path: P
     )
     for key in ("schema_version", "suite"):  # the version written now, and where the suite lies
         ours.pop(key), theirs.pop(key)
+    for arm in ours["arms"].values():  # schema 8's trigger statistics: none, the suite has no trigger task
+        assert arm.pop("trigger") is None
     assert ours == theirs
     assert result.state == "success"
     # the files the old run wrote are read through migration, the new ones carry this version
@@ -225,7 +228,7 @@ def test_reflections_of_schema_6_read_as_schema_7_with_nothing_dropped() -> None
     edit = {"op": "append", "text": "- A rule.", "support": ["train-a#r0"]}
     old = {"schema_version": 6, "edits": [edit], "calls": [], "notes": {}}
     reflections = ReflectionsFile.parse(old, "reflections.json")
-    assert reflections.schema_version == SCHEMA_VERSION == 7
+    assert reflections.schema_version == SCHEMA_VERSION >= 7
     assert reflections.dropped == [] and [e.text for e in reflections.edits] == ["- A rule."]
     for older in (3, 4, 5):
         assert ReflectionsFile.parse(old | {"schema_version": older}, "reflections.json").dropped == []
@@ -233,7 +236,7 @@ def test_reflections_of_schema_6_read_as_schema_7_with_nothing_dropped() -> None
     current = ReflectionsFile.parse(old | {"schema_version": 7, "dropped": [dropped]}, "reflections.json")
     assert current.dropped[0].reason == "cites no trajectory"
     with pytest.raises(NewerRunFileError):
-        ReflectionsFile.parse(old | {"schema_version": 8}, "reflections.json")
+        ReflectionsFile.parse(old | {"schema_version": SCHEMA_VERSION + 1}, "reflections.json")
 
 
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
@@ -351,12 +354,29 @@ def test_a_record_of_schema_6_reads_with_a_score_without_feedback() -> None:
            "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
            "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00", "score": score}  # fmt: skip
     record = RolloutRecord.parse(raw, "record.json")
-    assert record.schema_version == SCHEMA_VERSION == 7
+    assert record.schema_version == SCHEMA_VERSION >= 7
     assert (
         record.score is not None and record.score.feedback == "" and record.score.checks == ["missing:owner"]
     )
     with pytest.raises(NewerRunFileError):
         RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")
+
+
+def test_a_record_and_comparison_of_schema_7_read_without_a_load_decision() -> None:
+    """Schema 8 records the agent's load decision and each arm's trigger statistics: files of schema 7
+    read with the decision unknown and no statistics."""
+    raw = {"schema_version": 7, "task_id": "t", "split": "val", "phase": "eval", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
+           "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    record = RolloutRecord.parse(raw, "record.json")
+    assert (record.schema_version, record.skill_loaded) == (SCHEMA_VERSION, None)
+    assert RolloutRecord.parse(raw | {"schema_version": 8, "skill_loaded": True}, "r").skill_loaded is True
+    arm = {"skill_hash": "h", "hard_acc": 1.0, "soft_acc": 1.0, "mixed": 1.0, "n_tasks": 1, "n_rollouts": 1,
+           "n_scored": 1, "statuses": {"ok": 1}, "per_task": {"t": [1.0]}}  # fmt: skip
+    comparison = {"schema_version": 7, "suite": "s", "split": "test", "agent": "mock", "reps": 1,
+                  "metric": "mixed", "contract": None, "contaminated": False, "arms": {"a": arm},
+                  "pairs": []}  # fmt: skip
+    assert Comparison.parse(comparison, "comparison.json").arms["a"].trigger is None
 
 
 def test_terminal_reads_every_state_it_writes_and_a_foreign_line_as_a_crash(tmp_path: Path) -> None:

@@ -105,6 +105,8 @@ class AgentResult(BaseModel):
     output_file: Path | None = Field(default=None, exclude=True)
     stalled: bool = False  # the liveness check fired: the harness requeues the rollout once
     final: bool = False  # an infra error no retry can help (a refused key, no such model): not run again
+    # Whether the agent loaded the skill (trigger mode scores it); None: the backend cannot tell.
+    skill_loaded: bool | None = None
 
 
 class BackendCheck(BaseModel):
@@ -138,6 +140,10 @@ class AgentBackend(ABC, Generic[OptionsT]):
     # Paths in the workspace the CLI itself writes (its housekeeping, not the agent's work): never in
     # the baseline or the diff. Everything else the agent leaves is, whatever a .gitignore says.
     workspace_noise: ClassVar[tuple[str, ...]] = ()
+
+    # True for a backend that reports whether the agent loaded the skill (``AgentResult.skill_loaded``):
+    # only such a backend can run trigger tasks.
+    reports_skill_loads: ClassVar[bool] = False
 
     # True for a backend that starts no process (a direct chat target): its rate limits hold within
     # this process, so the Ray executor refuses it.

@@ -19,6 +19,12 @@ Randomness is seeded on (task id, replicate, run seed, candidate hash), so two
 skills get independent noise as real agents do; option ``crn`` drops the
 candidate hash (common random numbers across arms).
 
+Load decision (``AgentResult.skill_loaded``, what trigger mode scores): the mock loads the skill
+when the task's prompt shares a key term with the skill's front-matter ``description``
+(``loads_skill``); with no skill it loads nothing, and a skill with no description (a single
+instruction file) gets no decision (None). The decision is recorded only: the skill stays in
+context as placed, so body tasks score as before.
+
 Output: a header line, ``PASS:<rule>`` per satisfied rule, ``SYMPTOM: <hint>``
 per missing rule, ``RESULT: solved|unsolved`` — skill-trainer's mock suites
 score unchanged.
@@ -35,6 +41,7 @@ from typing import Any, ClassVar
 from pydantic import Field, NonNegativeFloat
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.skill import split_front_matter
 from skilltune.suite.model import Task
 
 DEFAULT_HINT = "the response failed one of the task requirements"
@@ -55,10 +62,128 @@ def _rng(*parts: object) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
 
 
+# The clause of a description that says when to use the skill: from "Use when" (or "use this skill
+# when", "use it for", "trigger whenever"...) to the end.
+_WHEN_CLAUSE = re.compile(
+    r"\b(?:use|trigger|load|invoke)\b(?:\s+(?:it|this|this skill|the skill))?\s+(?:when|whenever|for|if|on)\b(.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+# Words of a "use when" clause that say nothing about the task (compared once stemmed).
+_STOP_WORDS = [
+    "about",
+    "after",
+    "also",
+    "any",
+    "anything",
+    "asks",
+    "being",
+    "both",
+    "does",
+    "doing",
+    "done",
+    "each",
+    "even",
+    "every",
+    "from",
+    "have",
+    "help",
+    "into",
+    "just",
+    "like",
+    "make",
+    "many",
+    "more",
+    "most",
+    "much",
+    "need",
+    "only",
+    "other",
+    "over",
+    "really",
+    "request",
+    "says",
+    "should",
+    "skill",
+    "some",
+    "something",
+    "such",
+    "task",
+    "than",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "this",
+    "those",
+    "through",
+    "using",
+    "what",
+    "when",
+    "whenever",
+    "where",
+    "which",
+    "while",
+    "will",
+    "with",
+    "within",
+    "without",
+    "work",
+    "would",
+    "your",
+    "user",
+    "users",
+    "want",
+    "wants",
+    "mention",
+    "mentions",
+    "asked",
+]
+_MIN_TERM = 4  # letters of a key term, once stemmed
+
+
+def _stem(word: str) -> str:
+    """A light suffix stemmer: plural -s / -ies, then -ing or -ed, then a final -e."""
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_TERM:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > _MIN_TERM else word
+
+
+_STOP_STEMS = frozenset(_stem(w) for w in _STOP_WORDS)
+
+
+def trigger_terms(description: str) -> set[str]:
+    """The key terms of a skill's description: the stemmed words (at least four letters, stop words
+    aside) of its "use when" clause, or of the whole description when it has none."""
+    found = _WHEN_CLAUSE.search(description)
+    clause = found.group(1) if found and found.group(1).strip() else description
+    stems = (_stem(w) for w in normalise(clause).split())
+    return {s for s in stems if len(s) >= _MIN_TERM and s not in _STOP_STEMS}
+
+
+def loads_skill(description: str, prompt: str) -> tuple[bool, list[str]]:
+    """The mock's load decision: (loaded, the key terms of ``description`` found in ``prompt``). It
+    loads the skill when one of the description's key terms (``trigger_terms``) is a word of the
+    prompt, both stemmed alike."""
+    words = {_stem(w) for w in normalise(prompt).split()}
+    matched = sorted(trigger_terms(description) & words)
+    return bool(matched), matched
+
+
 class MockAgent(AgentBackend[MockOptions]):
     name = "mock"
     Options = MockOptions
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md", "CLAUDE.md")
+    reports_skill_loads = True
 
     def run(self, request: AgentRequest[MockOptions]) -> AgentResult:
         options = request.options
@@ -87,8 +212,10 @@ class MockAgent(AgentBackend[MockOptions]):
                 target = request.workspace / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(str(text), encoding="utf-8")
+        loaded, matched = self._load_decision(request)
         events: list[dict[str, Any]] = [
             {"type": "init", "agent": "mock", "skill_chars": len(skill_text), "placement": options.placement},
+            {"type": "skill_load", "skill": request.skill_name, "loaded": loaded, "matched": matched},
             {"type": "message", "role": "assistant", "text": output},
             {"type": "result", "solved": solved, "turns": 1},
         ]
@@ -103,7 +230,29 @@ class MockAgent(AgentBackend[MockOptions]):
             cost_usd=0.0,
             turns=1,
             exit_code=0,
+            skill_loaded=loaded,
         )
+
+    def _load_decision(self, request: AgentRequest[MockOptions]) -> tuple[bool | None, list[str]]:
+        """(loaded, matched key terms): False with no skill, None for a skill with no description."""
+        if request.skill_name is None:
+            return False, []
+        text = self._skill_file(request)
+        data = split_front_matter(text).data if text is not None else None
+        description = (data or {}).get("description")
+        if not isinstance(description, str) or not description.strip():
+            return None, []
+        return loads_skill(description, request.task.prompt)
+
+    def _skill_file(self, request: AgentRequest[MockOptions]) -> str | None:
+        """The skill's SKILL.md as the agent got it (None: a single instruction file, or none)."""
+        placement = request.options.placement
+        if placement == "system":
+            return request.system_prompt
+        if placement == "prepend":
+            return request.prompt.replace(request.task.prompt, "")
+        path = request.workspace / self.native_skill_dir(request.skill_name or "") / "SKILL.md"
+        return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def _skill_text(self, request: AgentRequest[MockOptions]) -> str:
         """What the agent would have read of the skill, given its placement."""

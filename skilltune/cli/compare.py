@@ -5,6 +5,7 @@ Each command imports what it runs when it runs (registering the commands loads n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,7 +37,33 @@ from skilltune.metric import Metric
 if TYPE_CHECKING:
     from skilltune.meta_eval import MetaEval
     from skilltune.runfiles import Comparison
+    from skilltune.score.trigger import Proportion, TriggerStats
     from skilltune.skill import Candidate
+
+
+def print_trigger(stats: Mapping[str, TriggerStats | None]) -> None:
+    """The trigger table: precision, recall and accuracy of each arm's load decisions, with Wilson
+    95% intervals (arms with no trigger statistics are left out; nothing when none has any)."""
+    rows = {name: s for name, s in stats.items() if s is not None}
+    if not rows:
+        return
+    table = Table(
+        title="trigger decisions (one per rollout of a task with should_trigger)", title_justify="left"
+    )
+    for col in ("arm", "measure", "value", "95% CI (Wilson)", "k / n"):
+        table.add_column(col, justify="right" if col in ("value", "k / n") else "left")
+    for name, s in rows.items():
+        for measure in ("precision", "recall", "accuracy"):
+            p: Proportion = getattr(s, measure)
+            ci = f"[{p.ci95[0]:.3f}, {p.ci95[1]:.3f}]" if p.ci95 else "-"
+            value = "-" if p.value is None else f"{p.value:.3f}"
+            table.add_row(name if measure == "precision" else "", measure, value, ci, f"{p.k} / {p.n}")
+        counts = f"TP {s.tp}, FP {s.fp}, FN {s.fn}, TN {s.tn}"
+        none = f"; {s.undecided} without a decision" if s.undecided else ""
+        table.add_row(
+            "", "decisions", str(s.n), f"{counts} on {s.n_tasks} task(s){none}", "", end_section=True
+        )
+    out.print(table)
 
 
 def print_comparison(comparison: Comparison) -> None:
@@ -67,6 +94,7 @@ def print_comparison(comparison: Comparison) -> None:
         p = "-" if pair.p_value is None else ("<1e-6" if pair.p_value < 1e-6 else f"{pair.p_value:.3g}")
         pairs.add_row(pair.a, pair.b, f"{pair.diff:+.3f}", ci, p, pair.verdict)
     out.print(pairs)
+    print_trigger({name: arm.trigger for name, arm in comparison.arms.items()})
     if comparison.contaminated:
         out.print("[yellow]warning:[/yellow] infra errors remain: some rollouts are not scored", markup=True)
 

@@ -143,6 +143,9 @@ def print_summary(summary: EvalSummary) -> None:
         statuses,
     )
     out.print(table)
+    from skilltune.cli.compare import print_trigger
+
+    print_trigger({summary.skill_name or "no skill": summary.trigger})
     for name, totals in summary.per_suite.items():
         out.print(
             f"suite {name}: {totals.n_tasks} task(s), hard {fmt(totals.hard)}, soft {fmt(totals.soft)}, "
@@ -213,17 +216,22 @@ def agents() -> None:
     from skilltune.agents import AGENTS, get_backend
 
     table = Table()
-    for col in ("agent", "installed", "version", "fix / notes"):
+    for col in ("agent", "installed", "version", "skill loads", "fix / notes"):
         table.add_column(col, overflow="fold")
     for name in AGENTS.names():
         try:
-            status = get_backend(name).check()
+            backend = get_backend(name)
+            status = backend.check()
         except SkilltuneError as exc:  # a broken plug-in is reported, not fatal to the listing
-            table.add_row(name, "error", "-", str(exc))
+            table.add_row(name, "error", "-", "-", str(exc))
             continue
         notes = "; ".join([*([status.fix] if status.fix else []), *status.notes])
-        table.add_row(name, "yes" if status.installed else "no", status.version or "-", notes)
+        loads = "reported" if backend.reports_skill_loads else "no"
+        table.add_row(name, "yes" if status.installed else "no", status.version or "-", loads, notes)
     out.print(table)
+    out.print(
+        "skill loads: whether the backend reports if the agent loaded the skill (trigger tasks need it)"
+    )
 
 
 @app.command(epilog="Example: skilltune lint examples/mock-demo/skill")

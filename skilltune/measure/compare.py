@@ -18,14 +18,37 @@ from skilltune.metric import Metric, as_metric
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
+from skilltune.score.trigger import trigger_stats
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
 from skilltune.suite import Suite, load_suite
 
 
+def decisions(
+    records: list[RolloutRecord], should: Mapping[str, bool]
+) -> list[tuple[str, bool, bool | None]]:
+    """``(task id, should_trigger, skill_loaded)`` of each record of a task in ``should`` (the tasks
+    that say whether the skill should load); no decision for a rollout that yielded no result."""
+    return [
+        (r.task_id, should[r.task_id], None if r.status in UNDECIDED else r.skill_loaded)
+        for r in records
+        if r.task_id in should
+    ]
+
+
+def expected_loads(suite: Suite, split: str) -> dict[str, bool]:
+    """task id -> should_trigger, for the tasks of ``split`` that give one."""
+    return {t.id: t.should_trigger for t in suite.tasks(split) if t.should_trigger is not None}
+
+
 def _arm(
-    records: list[RolloutRecord], task_ids: list[str], reps: int, metric: Metric, skill_hash: str
+    records: list[RolloutRecord],
+    task_ids: list[str],
+    reps: int,
+    metric: Metric,
+    skill_hash: str,
+    should: Mapping[str, bool],
 ) -> ArmResult:
     """One arm's accuracies and per-task, per-replicate scores (records outside the design are ignored)."""
     kept = [r for r in records if r.task_id in task_ids and r.replicate < reps]
@@ -42,6 +65,7 @@ def _arm(
         n_scored=sum(1 for r in records if r.score is not None),
         statuses=dict(sorted(Counter(r.status for r in records).items())),
         per_task=per_task,
+        trigger=trigger_stats(decisions(kept, should)),
     )
 
 
@@ -55,7 +79,8 @@ def build_comparison(
 ) -> Comparison:
     """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a."""
     task_ids = [t.id for t in suite.tasks(split)]
-    results = {name: _arm(recs, task_ids, reps, metric, h) for name, (h, recs) in arms.items()}
+    should = expected_loads(suite, split)
+    results = {name: _arm(recs, task_ids, reps, metric, h, should) for name, (h, recs) in arms.items()}
     scored = [r.score.contract for _, recs in arms.values() for r in recs if r.score is not None]
     contract = require_same_contract(scored) if scored else None
     pairs = []

@@ -15,15 +15,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from skilltune.execute import Executor
+from skilltune.measure.compare import decisions, expected_loads
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, RolloutRecord
 from skilltune.score.base import require_same_contract
+from skilltune.score.trigger import TriggerStats, trigger_stats
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
 
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2  # 2: trigger
 
 
 class TaskSummary(BaseModel):
@@ -76,6 +78,9 @@ class EvalSummary(BaseModel):
     per_task: dict[str, TaskSummary]
     per_suite: dict[str, SuiteTotals] = Field(
         default_factory=dict, description="totals by the tasks' suite field, when they name more than one"
+    )
+    trigger: TriggerStats | None = Field(
+        default=None, description="load decisions on the split's trigger tasks (precision, recall, accuracy)"
     )
 
 
@@ -174,6 +179,7 @@ def evaluate(
         per_task=per_task,
     )
     summary.per_suite = suite_totals(suite, split, records)
+    summary.trigger = trigger_stats(decisions(records, expected_loads(suite, split)))
     write_json(out / "summary.json", summary)
     require_a_result(records, out / "rollouts" / "eval")
     return summary

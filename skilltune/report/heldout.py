@@ -46,6 +46,7 @@ def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> Held
                 n_tasks=arm.n_tasks,
                 n_rollouts=arm.n_rollouts,
                 val=vals.get(name),
+                trigger=arm.trigger,
             )
         )
     pairs = [

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.rundir import TerminalState
+from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
 
@@ -131,6 +132,7 @@ class ArmView(BaseModel):
     n_tasks: int = 0
     n_rollouts: int = 0
     val: float | None = None  # the same skill's val score, when the run measured one
+    trigger: TriggerStats | None = None  # load decisions on the split's trigger tasks
 
 
 class PairView(BaseModel):

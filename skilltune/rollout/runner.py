@@ -341,6 +341,7 @@ class RolloutRunner:
             files=RolloutFiles(score="score.json" if score is not None else None),
             pending_status=pending,
             judge=usage,
+            skill_loaded=result.skill_loaded,
         )
         record.write(folder / "record.json")
         if unavailable is not None:

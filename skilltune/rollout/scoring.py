@@ -41,6 +41,7 @@ def rescore_record(suite: Suite, task: Task, folder: Path, record: RolloutRecord
         status=record.pending_status or "ok",
         final_text=output.read_text(encoding="utf-8") if output.is_file() else "",
         output_file=output,
+        skill_loaded=record.skill_loaded,
     )
     status: RolloutStatus = record.pending_status or "ok"
     reason = None

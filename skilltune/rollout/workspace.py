@@ -247,7 +247,7 @@ def check_target(
         f"skill {c.name}: {p}" for c in candidates if c is not None and (p := backend.skill_problem(c))
     ]
     for task in tasks:
-        problem = backend.task_problem(task)
+        problem = backend.task_problem(task) or _trigger_problem(backend, suite, task)
         if problem:
             problems.append(f"{task_location(suite, task)}: task {task.id}: {problem}")
     if problems:
@@ -256,10 +256,23 @@ def check_target(
         raise UsageError(f"the {backend.name} agent cannot run this:\n{shown}{more}")
 
 
+def _trigger_problem(backend: AgentBackend, suite: Suite | None, task: Task) -> str | None:
+    """Why ``backend`` cannot run a trigger task: it cannot report whether it loaded the skill."""
+    if suite is None or backend.reports_skill_loads or suite.scoring_mode(task) != "trigger":
+        return None
+    return (
+        f"trigger mode scores whether the agent loaded the skill, and the {backend.name} backend cannot "
+        "report that (`skilltune agents` lists those that can: the mock today); run this suite with "
+        "--agent mock, or move its trigger tasks to a suite of their own"
+    )
+
+
 def task_location(suite: Suite | None, task: Task) -> str:
     """``<split>.jsonl:<line>`` of ``task`` in a folder suite (else the suite's source, or the split)."""
     if suite is None:
         return task.split or "task"
+    if task.id in suite.locations:
+        return suite.locations[task.id]
     path = suite.root / f"{task.split}.jsonl"
     if path.is_file() and suite.kind == "jsonl":
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

@@ -37,6 +37,9 @@ would need to fix the failure. Also in 7: reflections.json keeps the edits taken
 trajectory of its step's evidence, with the reason); a step record's ``decision`` may be ``repeat``
 (a candidate equal to one a gate rejected earlier in the run: not gated again). Files of version 6
 read unchanged (no feedback, ``dropped`` empty).
+8 = record.json carries the agent's load decision (``skill_loaded``), comparison.json each arm's
+``trigger`` statistics (precision, recall, accuracy on trigger tasks). Files of version 7 read
+unchanged (the decision unknown, no trigger statistics).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
 from skilltune.score.base import Score, ScoringUsage
+from skilltune.score.trigger import TriggerStats
 
 Phase = Literal["train", "screen", "gate", "test", "eval"]
 RolloutStatus = Literal["ok", "task_failed", "timeout", "infra_error", "scoring_error", "crashed", "unscored"]
@@ -54,7 +55,8 @@ class RolloutRecord(RunFile):
     judge spent on this rollout (tokens, USD). ``candidate`` is the full candidate
     hash or ``"noskill"``; ``attempt_history`` holds every attempt before the last (the
     record's own status is the last one's), so ``attempts`` is ``len(attempt_history) + 1``
-    for a rollout that ran.
+    for a rollout that ran. ``skill_loaded`` is whether the agent loaded the skill, as its backend
+    reported it (None: the backend cannot tell, or the rollout ended before a decision).
     """
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _no_attempt_history}
@@ -85,6 +87,7 @@ class RolloutRecord(RunFile):
     cached_from: str | None = None  # the cache key, when this record was copied from the rollout cache
     pending_status: ScoredStatus | None = None  # set when unscored: the status a score will confirm
     judge: ScoringUsage | None = None
+    skill_loaded: bool | None = None  # the agent's load decision, as its backend reported it (None: unknown)
 
     @property
     def spent_tokens(self) -> int:
@@ -110,6 +113,7 @@ class ArmResult(BaseModel):
     n_scored: int
     statuses: dict[str, int]
     per_task: dict[str, list[float | None]]
+    trigger: TriggerStats | None = None  # load decisions on the split's trigger tasks, when it has any
 
     def metric(self, name: Metric) -> float | None:
         """The arm's score on ``name`` (hard, soft or mixed)."""

@@ -85,6 +85,8 @@ class Suite(ABC):
         self._scorers: dict[str, Scorer] = {}
         self._rubric: ModuleType | None = None
         self.options = SuiteOptions()
+        # task id -> "file:line" for tasks read from somewhere other than <split>.jsonl (trigger_evals.json)
+        self.locations: dict[str, str] = {}
 
     def configure(self, options: SuiteOptions) -> Suite:
         """Read the suite with ``options``; refuses judge overrides the judge cannot take (UsageError)."""
@@ -155,7 +157,7 @@ class Suite(ABC):
         for name, path in self.contract_files():
             _digest_update(digest, name, path.read_bytes())
         scoring = [
-            [t.split, t.id, t.scoring, *([judged] if (judged := judge_fields(t)) else [])]
+            [t.split, t.id, t.scoring, *([judged] if (judged := judge_fields(t)) else []), *_trigger(t)]
             for t in sorted(self.all_tasks(), key=_task_key)
         ]
         _digest_update(digest, "tasks.scoring", canonical_json(scoring).encode("utf-8"))
@@ -247,6 +249,12 @@ def judge_fields(task: Task) -> dict[str, Any]:
     """The judge's fields of ``task`` (reference, reference_text, judge_inputs) that it gives."""
     extra = task.model_extra or {}
     return {name: extra[name] for name in JUDGE_TASK_FIELDS if name in extra}
+
+
+def _trigger(task: Task) -> list[dict[str, bool]]:
+    """The expected load decision, part of the contract when the task gives one (absent: nothing, so
+    the hashes of suites without trigger tasks are what they were)."""
+    return [] if task.should_trigger is None else [{"should_trigger": task.should_trigger}]
 
 
 def _task_key(task: Task) -> tuple[int, str]:

@@ -47,7 +47,7 @@ def check_judge_block(block: Any, file: str, line: int) -> list[Problem]:
 
 
 def _mode(task: Task, config: SuiteConfig) -> str:
-    return str(task.scoring.get("mode") or config.default_mode)
+    return task.mode(config.default_mode)
 
 
 def departures(root: Any, config: SuiteConfig, tasks: list[Task]) -> list[Problem]:

@@ -21,7 +21,8 @@ from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
 from skilltune.suite.checks import BESIDE_SCORING, check_task
 from skilltune.suite.compat import check_judge_block, check_suites, departures
-from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
+from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, TRIGGER_MODE, Problem, SuiteConfig, Task
+from skilltune.suite.trigger_evals import TRIGGER_EVALS_FILE, read_trigger_evals
 from skilltune.validation import field_problem, field_problems
 
 CONTRACT_FILES = ("scoring.md", "rubric.py", "judge.md")
@@ -39,7 +40,7 @@ class JsonlSuite(Suite):
         return files
 
     def scoring_mode(self, task: Task) -> str:
-        return str(task.scoring.get("mode") or self.config.default_mode)
+        return task.mode(self.config.default_mode)
 
     def task_files(self, task: Task) -> list[tuple[str, Path]]:
         out: list[tuple[str, Path]] = []
@@ -162,10 +163,11 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
 
     seen: dict[str, str] = {}
     splits: dict[str, list[Task]] = {}
+    has_trigger_evals = (root / TRIGGER_EVALS_FILE).is_file()
     for split in SPLITS:
         path = root / f"{split}.jsonl"
         if not path.is_file():
-            if split in REQUIRED_SPLITS:
+            if split in REQUIRED_SPLITS and not has_trigger_evals:
                 problems.append(Problem(file=str(path), message=f"missing: a suite needs {split}.jsonl"))
             continue
         tasks = []
@@ -186,6 +188,7 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
                 )
             )
         splits[split] = tasks
+    locations = _add_trigger_evals(root, splits, default_mode, seen, problems) if has_trigger_evals else {}
 
     _check_rubric(root, problems)
     _check_symlinks(root, problems)
@@ -194,7 +197,40 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
         problems += check_suites(root, config, tasks) + departures(root, config, tasks)
     if any(not p.warning for p in problems) or config is None:
         return None, problems
-    return JsonlSuite(root, root, config, splits), problems
+    suite = JsonlSuite(root, root, config, splits)
+    suite.locations = locations
+    return suite, problems
+
+
+def _add_trigger_evals(
+    root: Path,
+    splits: dict[str, list[Task]],
+    default_mode: str | None,
+    seen: dict[str, str],
+    problems: list[Problem],
+) -> dict[str, str]:
+    """Add the trigger tasks of trigger_evals.json to ``splits``; where each lies (``file:line``)."""
+    found, locations = read_trigger_evals(root, seen, problems)
+    for split, tasks in found.items():
+        for task in tasks:
+            file, _, line = locations[task.id].rpartition(":")
+            errors, warnings = scoring_problems(task.scoring, default_mode, root, task.as_json())
+            problems += [Problem(file=file, line=int(line), message=m) for m in errors]
+            problems += [Problem(file=file, line=int(line), message=m, warning=True) for m in warnings]
+        splits[split] = [*splits.get(split, []), *tasks]
+    for split in REQUIRED_SPLITS:
+        if not splits.get(split) and not (root / f"{split}.jsonl").is_file():
+            problems.append(
+                Problem(
+                    file=str(root / f"{split}.jsonl"),
+                    message=f"missing: a suite needs {split} tasks: write {split}.jsonl, or add queries "
+                    f"to {TRIGGER_EVALS_FILE} (every third query of each class goes to {split})",
+                )
+            )
+    ordered = {split: splits[split] for split in SPLITS if split in splits}
+    splits.clear()
+    splits.update(ordered)  # in split order, whichever file gave a split its first tasks
+    return locations
 
 
 def _read_task(
@@ -241,7 +277,8 @@ def scoring_problems(
     naming no mode is then not checked against one the author did not choose). A field
     the mode does not read is a warning: skill-trainer ignores it, and so does skilltune.
     """
-    mode = scoring.get("mode") or default_mode
+    says_trigger = task is not None and task.get("should_trigger") is not None
+    mode = scoring.get("mode") or (TRIGGER_MODE if says_trigger else default_mode)
     if mode is None:
         return [], []
     cls = scorer_class(mode) if isinstance(mode, str) else None

@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PositiveInt,
+    StrictBool,
     ValidationInfo,
     model_validator,
 )
@@ -21,6 +22,8 @@ SPLITS = ("train", "val", "test")
 PROMPT_VARIANTS = ("cheap", "full")
 PromptVariant = Literal["cheap", "full"]
 REQUIRED_SPLITS = ("train", "val")
+# The scoring mode of a task that says whether the skill should be loaded and names no mode itself.
+TRIGGER_MODE = "trigger"
 # scoring.md's ``feedback`` key: what a score may say beyond its numbers. ``full``: everything,
 # expected answers included; ``no-answers``: what failed, never what was expected (no pattern,
 # no checklist item, no command or its output, no free text of rubric.py, score() or the judge);
@@ -124,6 +127,11 @@ class Task(BaseModel):
     scoring: dict[str, Any] = Field(
         default_factory=dict, description="an object: optional 'mode' plus that mode's fields"
     )
+    # skill-creator's trigger evals: whether the skill should be loaded for this prompt (None: not said).
+    should_trigger: StrictBool | None = Field(
+        default=None,
+        description="true or false: whether the agent should load the skill for this prompt (trigger mode)",
+    )
     split: str = Field(default="", exclude=True)
 
     @model_validator(mode="after")
@@ -138,6 +146,13 @@ class Task(BaseModel):
                 "'prompt_full' may stand in for it)"
             )
         return self
+
+    def mode(self, default_mode: str) -> str:
+        """The task's scoring mode: its own ``scoring.mode``, else ``trigger`` when it says whether the
+        skill should be loaded (``should_trigger``), else the suite's ``default_mode``."""
+        return str(
+            self.scoring.get("mode") or (TRIGGER_MODE if self.should_trigger is not None else default_mode)
+        )
 
     def prompt_for(self, variant: str) -> str | None:
         """The prompt of ``variant`` (``prompt_<variant>``, else ``prompt``), or None when it has none."""
@@ -154,6 +169,8 @@ class Task(BaseModel):
         data = self.model_dump(mode="json")
         if not self.prompt:  # a task given prompt_cheap / prompt_full only had no prompt field
             data.pop("prompt", None)
+        if self.should_trigger is None:  # absent, as in the suite (and in the task's hash)
+            data.pop("should_trigger", None)
         return data
 
     def with_split(self) -> dict[str, Any]:
