@@ -38,9 +38,7 @@ def _quiet() -> dict[str, Any]:
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     """The mock demo with `make demo`'s settings (8 steps, seed 1, the default alpha)."""
     runs = tmp_path_factory.mktemp("runs")
-    result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, **_quiet()
-    )
+    result = train(MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, **_quiet())
     assert result.state == "success" and result.kept >= 1
     return RunDir(runs / "demo")
 
