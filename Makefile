@@ -60,10 +60,9 @@ TEST_WORKERS ?= 2
 test: check $(CLI_STAMP) $(PLOTLY_STAMP) chromium
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
-# --alpha 0.2: the example's 16 val tasks are few for the task-level gate at the default 0.05 (README, Gates).
 demo: $(STAMP) $(PLOTLY_STAMP)
 	$(BIN)/skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill \
-		--agent mock --proposer mock --tag demo --max-steps 8 --seed 1 --alpha 0.2 --force
+		--agent mock --proposer mock --tag demo --max-steps 8 --seed 1 --force
 
 # The verdicts benchmark (quick preset): prints the table and writes benchmarks/results/verdicts.json.
 bench-verdicts: $(STAMP)

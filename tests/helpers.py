@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 MOCK_SUITE = REPO / "examples" / "mock-demo" / "suite"
 MOCK_SKILL = REPO / "examples" / "mock-demo" / "skill"
 GOOD_SKILL = REPO / "examples" / "mock-demo" / "good-skill"
+# the demo as it was with 16 val tasks (a run made before the val split grew resumes against it)
+MOCK_SUITE_16 = REPO / "benchmarks" / "fixtures" / "mock-demo-16" / "suite"
+MOCK_SKILL_16 = REPO / "benchmarks" / "fixtures" / "mock-demo-16" / "skill"
 NULL_SUITE = REPO / "examples" / "null-demo" / "suite"
 PYENV_SUITE = REPO / "examples" / "pyenv-demo"
 Result = TypeVar("Result")

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
-DEMO: dict[str, Any] = {"max_steps": 8, "seed": 1, "alpha": 0.2}  # what `make demo` runs
+DEMO: dict[str, Any] = {"max_steps": 8, "seed": 1}  # what `make demo` runs (the default alpha)
 
 
 def train_demo(runs_dir: Path, tag: str = "demo", **settings: Any) -> Path:

@@ -36,11 +36,9 @@ def _quiet() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
-    """The mock demo with `make demo`'s settings (8 steps, seed 1, alpha 0.2)."""
+    """The mock demo with `make demo`'s settings (8 steps, seed 1, the default alpha)."""
     runs = tmp_path_factory.mktemp("runs")
-    result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, alpha=0.2, **_quiet()
-    )
+    result = train(MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, **_quiet())
     assert result.state == "success" and result.kept >= 1
     return RunDir(runs / "demo")
 
@@ -58,7 +56,7 @@ def _checks(run: RunDir) -> set[str]:
 def test_the_mock_demo_run_is_clean_and_train_wrote_its_audit(demo_run: RunDir) -> None:
     written = AuditFile.read(demo_run.audit)  # the end of train ran the audit
     assert written.clean and written.findings == []
-    assert written.searched["passages"] > 1000 and written.searched["ids"] == 30  # 16 val + 14 test ids
+    assert written.searched["passages"] > 1000 and written.searched["ids"] == 62  # 48 val + 14 test ids
     assert written.searched["documents"] >= 20
     result = runner.invoke(app, ["audit", str(demo_run.root)])
     assert result.exit_code == 0, result.output

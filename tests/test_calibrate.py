@@ -33,7 +33,7 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
     assert needs["+0.05"] is not None and needs["+0.20"] is not None and needs["+0.05"] >= needs["+0.20"]
     saved = json.loads((tmp_path / "cal" / "calibration.json").read_text())
     assert saved["regime"] == "gradient" and saved["schema_version"] == 2
-    # a default run's sequential gate: 16 val tasks reach every level of its 12 decisions
+    # a default run's sequential gate: 48 val tasks reach every level of its 12 decisions
     assert result.tasks_to_accept == {"first": 6, "last": 10}
     assert not any("cannot keep any edit" in lever for lever in result.levers)
     n = len(result.tasks)

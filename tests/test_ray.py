@@ -206,7 +206,7 @@ def test_joining_a_cluster_started_with_ray_start_with_token_authentication(tmp_
         assert "Traceback" not in refused.stderr
         joined = run(home, "joined")
         assert joined.returncode == 0, joined.stderr
-        assert len(list((tmp_path / "joined").glob("rollouts/eval/*/*/record.json"))) == 16
+        assert len(list((tmp_path / "joined").glob("rollouts/eval/*/*/record.json"))) == 48
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(head.pid, signal.SIGTERM)

@@ -42,7 +42,7 @@ from skilltune.runfiles import (
     parse_event,
 )
 from skilltune.training import resume, train
-from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO
+from tests.helpers import MOCK_SKILL, MOCK_SKILL_16, MOCK_SUITE, MOCK_SUITE_16, REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "run-schema1"
 GOLDEN_DEMO = REPO / "tests" / "golden" / "demo_stdout.txt"
@@ -53,13 +53,14 @@ def _quiet() -> dict[str, Any]:
 
 
 def _schema1_run(tmp_path: Path) -> RunDir:
-    """The run made by skilltune before run files were versioned, its paths pointed at this checkout."""
+    """The run made by skilltune before run files were versioned, its paths pointed at this checkout's
+    copy of the 16-val-task demo it was made on."""
     with tarfile.open(FIXTURE / "run.tar.gz") as archive:
         archive.extractall(tmp_path / "runs", filter="data")
     run = RunDir(tmp_path / "runs" / "old")
     config = json.loads(run.config.read_text())
     assert config["schema_version"] == 1
-    config |= {"suite": str(MOCK_SUITE), "skill": str(MOCK_SKILL), "runs_dir": str(tmp_path / "runs")}
+    config |= {"suite": str(MOCK_SUITE_16), "skill": str(MOCK_SKILL_16), "runs_dir": str(tmp_path / "runs")}
     run.config.write_text(json.dumps(config, indent=2))
     return run
 
@@ -250,11 +251,12 @@ def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
 def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path: Path) -> None:
     """The golden output is `make demo`'s (same command). Regenerated on purpose when the gate became
     task-level (issue 12): the table's gate rollouts changed, the end did not (success, the same best
-    skill and held-out gain), and the gate's share of training rollouts was added."""
+    skill and held-out gain), and the gate's share of training rollouts was added. Regenerated again
+    when the demo's val split grew from 16 to 48 tasks and `make demo` dropped `--alpha 0.2` (issue 20):
+    the val scores and rollouts changed, the best skill and the held-out gain did not."""
     proc = subprocess.run(
         [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
-         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1",
-         "--alpha", "0.2", "--force"],
+         "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],
         capture_output=True, text=True, check=False, cwd=tmp_path, env={**os.environ, "COLUMNS": "100"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -525,7 +525,7 @@ def test_a_drop_within_the_replicate_noise_does_not_block_a_keep() -> None:
 
 
 def test_a_decision_stops_when_the_tasks_left_to_differ_cannot_reach_its_level() -> None:
-    """What the bundled demo did: a rule fixed 6 of 16 val tasks and the other 10 were solved by both
+    """What the bundled demo did with 16 val tasks: a rule fixed 6 and the other 10 were solved by both
     skills in every round. Whatever the 6 do later, 2^-6 is above the level 0.008, so no later round could accept: the gate
     stops after the second round (it ran to the cap of 8, 256 rollouts). Ties that do not repeat
     (both arms at 1, then both at 0) may still become differences: no stop there."""

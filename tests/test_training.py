@@ -43,7 +43,7 @@ def _quiet() -> dict[str, Any]:
 
 def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -> None:
     result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1, alpha=0.2, **_quiet()
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1, **_quiet()
     )
     run = RunDir(tmp_path / "demo")
     assert result.state == "success", result.reason
@@ -255,7 +255,7 @@ def test_decisions_share_the_incumbents_rollouts_never_those_that_selected_it(tm
     candidate is judged on a new block of replicates, never on its own gate's (those were selected for
     being high); the seed's first round is its val baseline."""
     result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="pool", runs_dir=str(tmp_path), max_steps=8, seed=1, alpha=0.2, **_quiet()
+        MOCK_SUITE, MOCK_SKILL, tag="pool", runs_dir=str(tmp_path), max_steps=8, seed=1, **_quiet()
     )
     run = RunDir(tmp_path / "pool")
     records = [json.loads((run.unit_dir(k, i) / f"{k}.json").read_text()) for k, i in _units(run)]
@@ -279,7 +279,7 @@ def test_decisions_share_the_incumbents_rollouts_never_those_that_selected_it(tm
                 origin = position
     gates = [run.unit_dir(kind, index) / "gate.json" for kind, index in _units(run)]
     reused = [json.loads(p.read_text())["reused"] for p in gates if p.is_file()]
-    assert reused[0] == 16  # the seed's val baseline served its first round
+    assert reused[0] == 48  # the seed's val baseline served its first round
     assert sum(reused[1:]) > 0
     gate_dirs = list(run.steps.glob("*/rollouts/gate/*/*"))
     assert len({d.parent.name + "/" + d.name for d in gate_dirs}) == len(gate_dirs)  # none run twice
@@ -287,7 +287,7 @@ def test_decisions_share_the_incumbents_rollouts_never_those_that_selected_it(tm
 
 def test_train_warns_when_the_val_split_is_too_small_for_some_levels(tmp_path: Path) -> None:
     """Five val tasks: the smallest sign-flip p-value is 1/32, above the second level of a 2-decision run
-    at alpha 0.05 (0.033, 0.017): the warning names it, even in a quiet run; 16 tasks give none."""
+    at alpha 0.05 (0.033, 0.017): the warning names it, even in a quiet run; the demo's 48 tasks give none."""
     import io
 
     from skilltune.progress import PlainReporter
@@ -305,13 +305,13 @@ def test_train_warns_when_the_val_split_is_too_small_for_some_levels(tmp_path: P
     stream = io.StringIO()
     train(MOCK_SUITE, MOCK_SKILL, tag="big", runs_dir=str(tmp_path), max_steps=2, seed=1,
           reporter=PlainReporter(stream))  # fmt: skip
-    assert "gate: to be kept, an edit must improve at least 5 of the 16 val tasks" in stream.getvalue()
+    assert "gate: to be kept, an edit must improve at least 5 of the 48 val tasks" in stream.getvalue()
     assert (
         "suite size: an edit is kept only if it changes at least 5 val tasks at this run's first decision"
         in (stream.getvalue())
     )
     assert (
-        "harm: an edit that breaks 10% (20%) of the task population finds none of those tasks among 16 val"
+        "harm: an edit that breaks 10% (20%) of the task population finds none of those tasks among 48 val"
         in (stream.getvalue())
     )
     assert "cannot keep any edit" not in stream.getvalue()
@@ -437,7 +437,7 @@ def test_every_way_of_resuming_refuses_a_changed_setting_and_takes_a_raised_budg
     base = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--tag", "r", "--runs-dir", str(tmp_path),
             "--agent-opt", "sleep_s=0", "--max-steps", "2", "-q"]  # fmt: skip
     first = subprocess.run(
-        _cli(*base, "--budget-rollouts", "300"), capture_output=True, text=True, check=False
+        _cli(*base, "--budget-rollouts", "900"), capture_output=True, text=True, check=False
     )
     assert first.returncode == 0, first.stderr
     run = RunDir(tmp_path / "r")
@@ -481,13 +481,13 @@ def test_budgets_refuse_too_small_and_exhaust_then_resume_with_a_raise(tmp_path:
         runs_dir=str(tmp_path),
         max_steps=5,
         gate="strict",
-        budget_rollouts=100,
+        budget_rollouts=200,
         **_quiet(),
     )
     assert result.state == "exhausted"
     assert "rollout budget" in result.reason
     spent = len(list((tmp_path / "b").rglob("record.json")))
-    assert spent <= 100
+    assert spent <= 200
     more = resume(tmp_path / "b", budget_rollouts=1000, **_quiet())
     assert more.state in ("success", "no-progress")
     assert json.loads((tmp_path / "b" / "config.json").read_text())["budget_rollouts"] == 1000
