@@ -225,7 +225,7 @@ def test_reflections_of_schema_6_read_as_schema_7_with_nothing_dropped() -> None
     edit = {"op": "append", "text": "- A rule.", "support": ["train-a#r0"]}
     old = {"schema_version": 6, "edits": [edit], "calls": [], "notes": {}}
     reflections = ReflectionsFile.parse(old, "reflections.json")
-    assert reflections.schema_version == SCHEMA_VERSION == 7
+    assert reflections.schema_version == SCHEMA_VERSION >= 7
     assert reflections.dropped == [] and [e.text for e in reflections.edits] == ["- A rule."]
     for older in (3, 4, 5):
         assert ReflectionsFile.parse(old | {"schema_version": older}, "reflections.json").dropped == []
@@ -233,7 +233,7 @@ def test_reflections_of_schema_6_read_as_schema_7_with_nothing_dropped() -> None
     current = ReflectionsFile.parse(old | {"schema_version": 7, "dropped": [dropped]}, "reflections.json")
     assert current.dropped[0].reason == "cites no trajectory"
     with pytest.raises(NewerRunFileError):
-        ReflectionsFile.parse(old | {"schema_version": 8}, "reflections.json")
+        ReflectionsFile.parse(old | {"schema_version": SCHEMA_VERSION + 1}, "reflections.json")
 
 
 def test_a_damaged_run_file_names_itself_and_the_fix(tmp_path: Path) -> None:
@@ -351,12 +351,26 @@ def test_a_record_of_schema_6_reads_with_a_score_without_feedback() -> None:
            "candidate": "c" * 64, "agent": "mock", "options_hash": "o", "task_hash": "h", "status": "ok",
            "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00", "score": score}  # fmt: skip
     record = RolloutRecord.parse(raw, "record.json")
-    assert record.schema_version == SCHEMA_VERSION == 7
+    assert record.schema_version == SCHEMA_VERSION >= 7
     assert (
         record.score is not None and record.score.feedback == "" and record.score.checks == ["missing:owner"]
     )
     with pytest.raises(NewerRunFileError):
         RolloutRecord.parse(raw | {"schema_version": SCHEMA_VERSION + 1}, "record.json")
+
+
+def test_a_record_of_schema_7_reads_as_unsealed_unless_its_agent_starts_no_process() -> None:
+    """Schema 8 records whether a rollout was sealed (``sandbox``); before it none was: a CLI's rollout
+    of schema 7 reads as ``none`` (the audit flags it), the mock's and the chat targets' as ``inert``."""
+    raw = {"schema_version": 7, "task_id": "t", "split": "train", "phase": "train", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "claude", "options_hash": "o", "task_hash": "h", "status": "ok",
+           "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    assert RolloutRecord.parse(raw, "record.json").sandbox == "none"
+    for agent in ("mock", "openai", "anthropic"):
+        assert RolloutRecord.parse(raw | {"agent": agent}, "record.json").sandbox == "inert"
+    assert (
+        RolloutRecord.parse(raw | {"schema_version": 8, "sandbox": "bwrap"}, "record.json").sandbox == "bwrap"
+    )
 
 
 def test_terminal_reads_every_state_it_writes_and_a_foreign_line_as_a_crash(tmp_path: Path) -> None:

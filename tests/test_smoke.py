@@ -31,9 +31,10 @@ def test_a_sound_suite_passes_every_check_and_leaves_no_records(temp_dir: Path) 
     report = skilltune.smoke(MOCK_SUITE, MOCK_SKILL, agent="mock")
     assert report.ok, [c for c in report.checks if not c.ok]
     names = [c.name for c in report.checks]
-    assert names[:3] == ["suite", "skill", "agent mock"]
-    for split in ("train", "val", "test"):  # one rollout per split, each checked four ways
-        assert sum(n.startswith(f"{split} rollout ") for n in names) == 4, names
+    assert names[:4] == ["suite", "skill", "agent mock", "sandbox"]
+    assert "nothing to seal" in report.checks[3].detail  # the mock starts no process
+    for split in ("train", "val", "test"):  # one rollout per split, each checked five ways (canary included)
+        assert sum(n.startswith(f"{split} rollout ") for n in names) == 5, names
     assert "records" not in names and report.infra_error is None
     assert list(temp_dir.iterdir()) == []  # the records folder was removed
 

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, NonNegativeFloat
 
-from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message, SealSupport
 from skilltune.suite.model import Task
 
 DEFAULT_HINT = "the response failed one of the task requirements"
@@ -59,6 +59,7 @@ class MockAgent(AgentBackend[MockOptions]):
     name = "mock"
     Options = MockOptions
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md", "CLAUDE.md")
+    seal_support: ClassVar[SealSupport] = "inert"  # no process; it reads only its workspace
 
     def run(self, request: AgentRequest[MockOptions]) -> AgentResult:
         options = request.options
