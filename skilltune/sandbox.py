@@ -132,10 +132,12 @@ def installation(executable: str) -> list[Path]:
         return []
     folders = [path.parent, *_tree_of(path.resolve())]
     interpreter = _env_interpreter(path.resolve())
-    if interpreter is not None:
-        named = shutil.which(interpreter)
-        if named is not None:
-            folders += [Path(named).parent, *_tree_of(Path(named).resolve())]
+    named = shutil.which(interpreter) if interpreter is not None else None
+    if named is not None:  # node or python installed outside the system folders (nvm, pyenv): its prefix
+        real = Path(named).resolve()
+        folders += [Path(named).parent, *_tree_of(real)]
+        if real.parent.name == "bin":
+            folders.append(real.parent.parent)
     return sorted({f for f in folders if not _system(f)})
 
 

@@ -17,13 +17,14 @@ from pydantic import BaseModel, Field
 from skilltune.execute import Executor
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, RolloutRecord
+from skilltune.sandbox import RolloutSandbox, rollout_sandbox
 from skilltune.score.base import require_same_contract
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
 
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 1  # a field added with a default (sandbox) reads the same: no new version
 
 
 class TaskSummary(BaseModel):
@@ -62,6 +63,9 @@ class EvalSummary(BaseModel):
     n_rollouts: int
     n_scored: int
     n_cached: int = Field(default=0, description="rollouts copied from the --cache folder (not run)")
+    sandbox: RolloutSandbox = Field(
+        default="none", description="how the rollouts ran: bwrap (sealed), none, inert (no process to seal)"
+    )
     statuses: dict[str, int]
     contaminated: bool = Field(description="infra errors, crashes or unscored rollouts remain after retries")
     hard_acc: float | None
@@ -160,6 +164,7 @@ def evaluate(
         n_rollouts=len(records),
         n_scored=len(scored),
         n_cached=sum(1 for r in records if r.cached_from),
+        sandbox=rollout_sandbox(session.seal, target.backend.seal_support),
         statuses=dict(sorted(statuses.items())),
         contaminated=any(r.status in UNDECIDED for r in records),
         hard_acc=accuracy(records, "hard"),
