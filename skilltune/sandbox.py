@@ -32,6 +32,7 @@ from skilltune.errors import UsageError
 SandboxChoice = Literal["auto", "bwrap", "none"]
 SANDBOX_CHOICES: tuple[SandboxChoice, ...] = ("auto", "bwrap", "none")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys", "/opt")
+SEAL_OPTIONS = ("sandbox_ro", "sandbox_rw")  # the agent options that add binds (agents/cli.py)
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 )

@@ -34,7 +34,7 @@ from skilltune.rollout.conversation import conversation
 from skilltune.rollout.scoring import rescore_record, score_in_workspace
 from skilltune.rollout.workspace import Workspace, place_skill
 from skilltune.runfiles import UNDECIDED, FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
-from skilltune.sandbox import UNSEALED, RolloutSandbox, Seal, rollout_sandbox
+from skilltune.sandbox import SEAL_OPTIONS, UNSEALED, RolloutSandbox, Seal, rollout_sandbox
 from skilltune.score.base import Score
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
@@ -116,12 +116,13 @@ class RolloutRunner:
         if self.driver_options_hash is not None:
             return self.driver_options_hash
         identity = self.backend.cache_identity(self.options)
-        sealed = {"sandbox": "bwrap"} if self.sandbox == "bwrap" else {}  # unsealed keys are as before
+        # keys of rollouts unsealed and without extra binds are as before sealing existed (resume, caches)
+        options = {
+            k: v for k, v in self.options.model_dump(mode="json").items() if k not in SEAL_OPTIONS or v
+        }
+        sealed = {"sandbox": "bwrap"} if self.sandbox == "bwrap" else {}
         return sha256_text(
-            canonical_json(
-                {"agent": self.backend.name, **self.options.model_dump(mode="json"), "identity": identity}
-                | sealed
-            )
+            canonical_json({"agent": self.backend.name, **options, "identity": identity} | sealed)
         )
 
     def reusable(self, job: RolloutJob) -> RolloutRecord | None:
