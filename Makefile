@@ -28,7 +28,8 @@ $(PLOTLY_STAMP): $(PLOTLY)/package.json $(PLOTLY)/package-lock.json
 install: $(STAMP) $(PLOTLY_STAMP)
 
 # The real agent CLIs at the versions in agentclis/package-lock.json (integration tests drive them
-# against a local fake model server), and ripgrep, which opencode needs and cannot download offline.
+# against a local fake model server), ripgrep, which opencode needs and cannot download offline, and
+# bubblewrap, which seals each rollout (docs/sandbox.md).
 $(CLI_STAMP): $(CLIS)/package.json $(CLIS)/package-lock.json
 	# npm install, not npm ci: npm 11 leaves other platforms' optional binaries out of the lock,
 	# which npm ci rejects; install still follows the lock (it is left unchanged).
@@ -36,6 +37,9 @@ $(CLI_STAMP): $(CLIS)/package.json $(CLIS)/package-lock.json
 	command -v rg >/dev/null || { command -v apt-get >/dev/null && \
 		{ apt-get install -y -q ripgrep >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q ripgrep >/dev/null; }; }; } || \
 		echo "warning: ripgrep (rg) is missing and could not be installed: opencode's tests will be skipped"
+	command -v bwrap >/dev/null || { command -v apt-get >/dev/null && \
+		{ apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; }; } || \
+		echo "warning: bubblewrap (bwrap) is missing and could not be installed: rollouts run unsealed and the sandbox tests are skipped"
 	touch $(CLI_STAMP)
 
 agent-clis: $(CLI_STAMP)

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/throughput.py          # about 3 minutes
     .venv/bin/python benchmarks/throughput.py --no-ray
+    .venv/bin/python benchmarks/throughput.py --sealing-only --rollouts 20
 
 (1) Overhead: the median wall time of one rollout minus the agent's own time
     (workspace, task files, skill placement, baseline commit, diff, scoring and the
@@ -11,6 +12,11 @@
     CLI: private home, process group, event stream), 2 x N rollouts at N workers for
     N = 1, 2, 4, 8, 16; efficiency = ideal wall / median measured wall (of 3), where
     ideal counts the agent's 2 s only (its process start-up counts against the harness).
+(4) Sealed vs unsealed: a stand-in agent process that answers at once
+    (benchmarks/stand_ins/claude-instant.sh, driven by the claude backend), one rollout at a
+    time, unsealed and sealed (bwrap) in alternate blocks; the median wall per rollout of
+    each (all harness: the agent does nothing), what sealing adds and the ratio.
+    ``--sealing-only`` runs this part alone and writes benchmarks/results/sealing.json.
 (3) Local vs Ray: the same rollouts of the 2 s stand-in agent at 8 workers through
     local worker threads and through a local Ray instance (started and warmed up
     before timing), alternately, 3 times each; what Ray adds per rollout = (median Ray
@@ -37,11 +43,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from skilltune import rollout as rollout_module  # noqa: E402
-from skilltune import workspace as workspace_module  # noqa: E402
 from skilltune.agents import AgentRequest, AgentResult, get_backend  # noqa: E402
 from skilltune.agents.mock import MockAgent, MockOptions  # noqa: E402
 from skilltune.execute.local import LocalExecutor  # noqa: E402
+from skilltune.rollout import runner as rollout_module  # noqa: E402
+from skilltune.rollout import workspace as workspace_module  # noqa: E402
 from skilltune.rollout.runner import RolloutJob, RolloutRunner  # noqa: E402
 from skilltune.skill import load_skill  # noqa: E402
 from skilltune.suite import load_suite  # noqa: E402
@@ -50,6 +56,7 @@ SUITE = ROOT / "examples" / "mock-demo" / "suite"
 SKILL = ROOT / "examples" / "mock-demo" / "skill"
 SLEEP_S = 2.0  # what benchmarks/stand_ins/claude-sleeps.sh sleeps
 STAND_IN = ROOT / "benchmarks" / "stand_ins" / "claude-sleeps.sh"
+INSTANT = ROOT / "benchmarks" / "stand_ins" / "claude-instant.sh"
 WORKERS = (1, 2, 4, 8, 16)
 PARTS: dict[str, list[float]] = defaultdict(list)
 
@@ -188,6 +195,60 @@ def local_vs_ray(rollouts: int, workers: int, repeats: int = 3) -> dict[str, Any
     return out
 
 
+def sealing(rollouts: int, repeats: int = 3) -> dict[str, Any]:
+    """Per-rollout wall of the instant stand-in, unsealed and sealed, in alternate blocks of
+    ``rollouts`` (``repeats`` blocks each): medians, what sealing adds, the ratio."""
+    from skilltune.sandbox import UNSEALED, Seal, bwrap_problem
+
+    problem = bwrap_problem()
+    if problem is not None:
+        return {"skipped": problem}
+    suite = load_suite(SUITE)
+    skill = load_skill(SKILL)
+    tasks = suite.tasks("train")
+    backend = get_backend("claude")
+    options = backend.parse_options({"executable": str(INSTANT), "wall_limit_s": 60})
+    walls: dict[str, list[float]] = {"unsealed": [], "sealed": []}
+    for block in range(repeats + 1):  # block 0 warms up (imports, the CLI's version), not counted
+        for name, seal in (("unsealed", UNSEALED), ("sealed", Seal("bwrap"))):
+            with tempfile.TemporaryDirectory() as tmp:
+                runner = RolloutRunner(
+                    suite=suite, backend=backend, options=options, out=Path(tmp), seal=seal
+                )
+                for i in range(rollouts if block else 2):
+                    t0 = time.perf_counter()
+                    record = runner.run(RolloutJob(tasks[i % len(tasks)], "eval", skill, i, 0))
+                    if block:
+                        walls[name].append(time.perf_counter() - t0)
+                    if record.status != "ok" or record.sandbox != ("bwrap" if seal.sealed else "none"):
+                        raise RuntimeError(f"{name} rollout ended {record.status}: {record.reason}")
+    medians = {name: 1000 * statistics.median(found) for name, found in walls.items()}
+    return {
+        "rollouts": rollouts * repeats,
+        "unsealed_ms": medians["unsealed"],
+        "sealed_ms": medians["sealed"],
+        "sealing_adds_ms": medians["sealed"] - medians["unsealed"],
+        "ratio": medians["sealed"] / medians["unsealed"],
+        "walls_ms": {name: [round(1000 * w, 2) for w in found] for name, found in walls.items()},
+    }
+
+
+def sealing_table(s: dict[str, Any]) -> str:
+    if "skipped" in s:
+        return f"sealed vs unsealed: skipped ({s['skipped']})"
+    return "\n".join(
+        [
+            "| harness overhead per rollout, agent process answering at once (median of "
+            f"{s['rollouts']}) | figure |",
+            "|---|---|",
+            f"| unsealed | {s['unsealed_ms']:.1f} ms |",
+            f"| sealed (bwrap) | {s['sealed_ms']:.1f} ms |",
+            f"| what sealing adds | {s['sealing_adds_ms']:.1f} ms |",
+            f"| ratio sealed / unsealed | {s['ratio']:.2f} |",
+        ]
+    )
+
+
 def table(result: dict[str, Any]) -> str:
     o = result["overhead"]
     lines = [
@@ -212,22 +273,37 @@ def table(result: dict[str, Any]) -> str:
     parts = ", ".join(
         f"{k} {v:.1f}" for k, v in sorted(o["parts_ms"].items(), key=lambda kv: -kv[1]) if k != "agent"
     )
-    return "\n".join(lines) + f"\n\nwhere the overhead goes (median ms): {parts}"
+    text = "\n".join(lines) + f"\n\nwhere the overhead goes (median ms): {parts}"
+    if "sealing" in result:
+        text += "\n\n" + sealing_table(result["sealing"])
+    return text
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument(
+        "--sealing-only", action="store_true", help="only (4): benchmarks/results/sealing.json"
+    )
     parser.add_argument("--rollouts", type=int, default=200)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "throughput.json")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     os.environ.setdefault("SKILLTUNE_WORKSPACES", tempfile.mkdtemp(prefix="skilltune-bench-ws-"))
     result: dict[str, Any] = {"cpus": os.cpu_count()}
+    if args.sealing_only:
+        result["sealing"] = sealing(args.rollouts)
+        out = args.out or ROOT / "benchmarks" / "results" / "sealing.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(sealing_table(result["sealing"]) + f"\n\nJSON: {out}")
+        return 0
+    args.out = args.out or ROOT / "benchmarks" / "results" / "throughput.json"
     result["overhead"] = overhead(args.rollouts)
     print(f"(1) overhead: median {result['overhead']['median_ms']:.1f} ms", file=sys.stderr)
     result["efficiency"] = efficiency()
     if not args.no_ray:
         result["ray"] = local_vs_ray(32, 8)
+    result["sealing"] = sealing(20)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +25,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
-from skilltune.errors import InfraFailure, UsageError
+from skilltune.errors import InfraFailure, SkilltuneWarning, UsageError
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout.cache import RolloutCache
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
 from skilltune.rollout.workspace import check_placement, check_target, placed_prompts
 from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.sandbox import SandboxChoice, Seal, resolve
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 from skilltune.validation import field_problems
@@ -50,6 +52,7 @@ class RolloutSettings(BaseModel):
     ray_address: str | None = None
     cache: Path | None = None
     fresh: bool = False
+    sandbox: SandboxChoice = "auto"  # seal each rollout's agent (skilltune/sandbox.py)
 
     @classmethod
     def of(cls, settings: RolloutSettings | None = None, **given: Any) -> RolloutSettings:
@@ -122,6 +125,26 @@ def require_a_result(records: Sequence[RolloutRecord], where: Path) -> None:
         )
 
 
+_WARNED: set[str] = set()  # why rollouts are not sealed, said once per process
+
+
+def warn_unsealed(seal: Seal, backend: AgentBackend) -> None:
+    """Warn (once per process and reason) that ``backend``'s rollouts will not be sealed, and why."""
+    if backend.seal_support == "inert":
+        return  # nothing to seal: it starts no process and reads only its workspace
+    if seal.sealed and backend.seal_support == "process":
+        return
+    why = seal.reason or f"the {backend.name} backend cannot run sealed"
+    if why in _WARNED or seal.reason == "--sandbox none":
+        return
+    _WARNED.add(why)
+    warnings.warn(
+        f"rollouts are NOT sealed: {why}; the agent can read what you can (docs/sandbox.md)",
+        SkilltuneWarning,
+        stacklevel=3,
+    )
+
+
 class RolloutSession:
     """A suite, its target agent(s), the checks passed, an executor and a cache: jobs run through it.
 
@@ -137,6 +160,7 @@ class RolloutSession:
         out: Path | None,
         retry: RetryPolicy,
         executor: Executor | None = None,
+        seal: Seal | None = None,
     ) -> None:
         if not targets:
             raise ValueError("a rollout session needs at least one target agent")
@@ -147,6 +171,7 @@ class RolloutSession:
         self.retry = retry
         self._executor = executor
         self.cache = RolloutCache(settings.cache) if settings.cache else None
+        self.seal = seal if seal is not None else resolve(settings.sandbox)
 
     @classmethod
     def open(
@@ -169,9 +194,11 @@ class RolloutSession:
             check_placement(candidate, target.backend, target.options.placement)
         check_target(target.backend, target.options, tasks, candidates, settings.executor_kind, suite)
         suite.preflight(list(tasks))  # a scorer that cannot work (a judge with no key) refuses here
+        seal = resolve(settings.sandbox)  # --sandbox bwrap where bwrap cannot run refuses here
+        warn_unsealed(seal, target.backend)
         if out is not None:
             prepare_out(out, force, suite, outputs)
-        return cls(suite, settings, (target,), out, retry or RetryPolicy(), executor)
+        return cls(suite, settings, (target,), out, retry or RetryPolicy(), executor, seal)
 
     @property
     def target(self) -> Target:
@@ -202,6 +229,7 @@ class RolloutSession:
         return RolloutRunner(
             suite=self.suite, backend=target.backend, options=target.options, out=folder,
             retry=self.retry, cache=self.cache, fresh=self.settings.fresh, on_baseline=on_baseline,
+            seal=self.seal,
         )  # fmt: skip
 
     def jobs(

@@ -112,7 +112,8 @@ def test_a_val_prompt_in_an_edit_dropped_before_the_merge_is_flagged(run_copy: R
 
 
 @pytest.mark.parametrize(
-    "check", ["contract-drift", "agent-drift", "contaminated-gate", "rejected-edit", "best-lineage"]
+    "check",
+    ["contract-drift", "agent-drift", "contaminated-gate", "rejected-edit", "best-lineage", "unsealed"],
 )
 def test_each_planted_fault_raises_its_own_finding(run_copy: RunDir, check: str) -> None:
     gate_records = sorted(run_copy.unit_dir("step", 3).glob("rollouts/gate/*/*/record.json"))
@@ -128,6 +129,9 @@ def test_each_planted_fault_raises_its_own_finding(run_copy: RunDir, check: str)
     elif check == "contaminated-gate":
         record = RolloutRecord.read(gate_records[-1])
         record.model_copy(update={"status": "infra_error", "score": None}).write(gate_records[-1])
+    elif check == "unsealed":  # an agent process that ran unsealed (no bwrap, or --sandbox none)
+        record = RolloutRecord.read(gate_records[0])
+        record.model_copy(update={"sandbox": "none"}).write(gate_records[0])
     elif check == "rejected-edit":  # step 7's proposer proposes step 3's rejected edit again
         rejected = ReflectionsFile.read(run_copy.unit_dir("step", 3) / "reflections.json").edits[0]
         path = run_copy.unit_dir("step", 7) / "reflections.json"

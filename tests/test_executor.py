@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,6 +46,12 @@ class StandInAgent(CLIBackend):
             self.marker,
             str(self.counter),
         ]
+
+    def sealed_command(
+        self, argv: list[str], request: AgentRequest, home: Path, files: Sequence[Path] = ()
+    ) -> list[str]:
+        # sealed (the default where bwrap runs), it still needs its script and its counter files: bound
+        return super().sealed_command(argv, request, home, [*files, STAND_IN.parent, self.counter.parent])
 
     def interpret(
         self, events: list[dict[str, Any]], outcome: ProcessOutcome, request: AgentRequest

@@ -115,6 +115,7 @@ def test_a_worker_that_dies_is_requeued_once_then_recorded_as_crashed(
         out=tmp_path / "out",
         executor=ray_executor,
         agent_options={"executable": str(killer), "wall_limit_s": 60},
+        sandbox="none",  # sealed, the agent cannot reach its worker at all (it is alone in a PID namespace)
     )
     assert counter.read_text().split() == ["start", "start"]
     [record] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("record.json")]
@@ -144,6 +145,31 @@ def test_closing_early_keeps_the_rollouts_already_running(tmp_path: Path, ray_ex
     records = sorted((tmp_path / "out").glob("rollouts/eval/*/*/record.json"))
     assert len(records) == ray_executor.workers == 2  # the first, and the one still running when it came
     assert first.task_id in {json.loads(p.read_text())["task_id"] for p in records}
+
+
+def test_a_ray_worker_runs_a_cli_rollout_sealed_as_the_driver_decided(
+    tmp_path: Path, ray_executor: RayExecutor
+) -> None:
+    """The seal travels with the job: a worker runs the agent process under bwrap (the claude backend
+    driving the benchmarks' instant stand-in), and the records say so."""
+    from skilltune.agents import get_backend
+    from skilltune.rollout.runner import RolloutRunner, jobs_for
+    from skilltune.sandbox import UNSEALED, Seal, bwrap_problem
+    from skilltune.suite import load_suite
+
+    if bwrap_problem() is not None:
+        pytest.skip(f"bwrap cannot run here: {bwrap_problem()}")
+    suite = load_suite(MOCK_SUITE)
+    backend = get_backend("claude")
+    stand_in = Path(__file__).resolve().parents[1] / "benchmarks" / "stand_ins" / "claude-instant.sh"
+    options = backend.parse_options({"executable": str(stand_in), "wall_limit_s": 60})
+    jobs = jobs_for(suite.tasks("val")[:2], None, "eval", 1, 0)
+    for name, seal in (("sealed", Seal("bwrap")), ("unsealed", UNSEALED)):
+        runner = RolloutRunner(suite=suite, backend=backend, options=options, out=tmp_path / name, seal=seal)
+        records = list(ray_executor.map(jobs, runner))
+        assert [r.status for r in records] == ["ok", "ok"], [r.reason for r in records]
+        assert {r.sandbox for r in records} == {"bwrap" if seal.sealed else "none"}
+        assert {r.options_hash for r in records} == {runner.options_hash}
 
 
 def _free_port() -> int:

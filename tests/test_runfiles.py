@@ -381,6 +381,20 @@ def test_a_record_and_comparison_of_schema_7_read_without_a_load_decision() -> N
     assert Comparison.parse(comparison, "comparison.json").arms["a"].trigger is None
 
 
+def test_a_record_of_schema_7_reads_as_unsealed_unless_its_agent_starts_no_process() -> None:
+    """Schema 8 records whether a rollout was sealed (``sandbox``); before it none was: a CLI's rollout
+    of schema 7 reads as ``none`` (the audit flags it), the mock's and the chat targets' as ``inert``."""
+    raw = {"schema_version": 7, "task_id": "t", "split": "train", "phase": "train", "replicate": 0, "seed": 0,
+           "candidate": "c" * 64, "agent": "claude", "options_hash": "o", "task_hash": "h", "status": "ok",
+           "wall_s": 0.1, "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    assert RolloutRecord.parse(raw, "record.json").sandbox == "none"
+    for agent in ("mock", "openai", "anthropic"):
+        assert RolloutRecord.parse(raw | {"agent": agent}, "record.json").sandbox == "inert"
+    assert (
+        RolloutRecord.parse(raw | {"schema_version": 8, "sandbox": "bwrap"}, "record.json").sandbox == "bwrap"
+    )
+
+
 def test_terminal_reads_every_state_it_writes_and_a_foreign_line_as_a_crash(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
     run.root.mkdir()

@@ -5,11 +5,15 @@ package names."""
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 import skilltune
+from skilltune.agents import AGENTS, AgentRequest, AgentResult
+from skilltune.agents.mock import MockAgent
 from skilltune.measure.smoke import requirement_names
 from skilltune.runfiles import RolloutRecord
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, rule_task, write_skill, write_suite
@@ -31,9 +35,10 @@ def test_a_sound_suite_passes_every_check_and_leaves_no_records(temp_dir: Path) 
     report = skilltune.smoke(MOCK_SUITE, MOCK_SKILL, agent="mock")
     assert report.ok, [c for c in report.checks if not c.ok]
     names = [c.name for c in report.checks]
-    assert names[:3] == ["suite", "skill", "agent mock"]
-    for split in ("train", "val", "test"):  # one rollout per split, each checked four ways
-        assert sum(n.startswith(f"{split} rollout ") for n in names) == 4, names
+    assert names[:4] == ["suite", "skill", "agent mock", "sandbox"]
+    assert "nothing to seal" in report.checks[3].detail  # the mock starts no process
+    for split in ("train", "val", "test"):  # one rollout per split, each checked five ways (canary included)
+        assert sum(n.startswith(f"{split} rollout ") for n in names) == 5, names
     assert "records" not in names and report.infra_error is None
     assert list(temp_dir.iterdir()) == []  # the records folder was removed
 
@@ -101,3 +106,47 @@ def test_a_suite_that_cannot_load_is_the_only_check(tmp_path: Path) -> None:
     report = skilltune.smoke(tmp_path / "nowhere", MOCK_SKILL, agent="mock")
     assert [(c.name, c.ok) for c in report.checks] == [("suite", False)]
     assert "nowhere" in report.checks[0].detail
+
+
+class SnoopingMock(MockAgent):
+    """The mock, plus what a reward-hacking agent does: it reads every file in ``look_in`` (beside
+    the suite) and says what it found. It starts no process, so no sandbox stops it: the canary must."""
+
+    name = "snooping-mock"
+    look_in: ClassVar[Path] = Path("/nonexistent")
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        result = super().run(request)
+        found = [p.read_text() for p in sorted(self.look_in.iterdir()) if p.is_file()]
+        result.final_text += "".join(f"FOUND: {text}" for text in found)
+        return result
+
+
+@pytest.fixture
+def snooping() -> Iterator[type[SnoopingMock]]:
+    AGENTS.register(SnoopingMock.name, SnoopingMock)
+    try:
+        yield SnoopingMock
+    finally:
+        AGENTS.unregister(SnoopingMock.name)
+
+
+def test_the_canary_beside_the_suite_catches_an_agent_reading_outside_its_workspace(
+    temp_dir: Path, tmp_path: Path, snooping: type[SnoopingMock]
+) -> None:
+    suite = write_suite(tmp_path / "project" / "suite", [rule_task("t", [RULE])], [rule_task("v", [RULE])])
+    skill = write_skill(tmp_path / "skill", f"- {RULE}")
+    clean = skilltune.smoke(suite, skill, agent="mock")
+    assert clean.ok, [c for c in clean.checks if not c.ok]
+    assert [c.detail for c in clean.checks if c.name.endswith("nothing read outside the workspace")] == [
+        "no trace of the canary planted beside the suite"
+    ] * 2
+    snooping.look_in = suite.parent
+    caught = skilltune.smoke(suite, skill, agent=snooping.name)
+    failed = [c for c in caught.checks if not c.ok]
+    assert [c.name for c in failed] == [
+        "train rollout t: nothing read outside the workspace",
+        "val rollout v: nothing read outside the workspace",
+    ]
+    assert failed[0].detail.endswith("it is in output.txt")
+    assert sorted(p.name for p in suite.parent.iterdir()) == ["suite"]  # the canary was removed

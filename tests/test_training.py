@@ -402,7 +402,7 @@ def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None
     )
     agent.chmod(0o755)
     args = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "claude", "--agent-opt",
-            f"executable={agent}", "--proposer", "mock", "--tag", "c", "--runs-dir", str(tmp_path / "runs"),
+            f"executable={agent}", "--agent-opt", f"sandbox_ro={Path(sys.executable).parent},{Path(sys.executable).resolve().parents[1]}", "--proposer", "mock", "--tag", "c", "--runs-dir", str(tmp_path / "runs"),
             "--max-steps", "1", "--workers", "2"]  # fmt: skip
     proc = subprocess.Popen(_cli(*args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []

@@ -34,7 +34,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("modelcalls",),
     ("proposal", "skill"),
     ("stats",),
-    ("process", "store", "textfmt", "plugins", "progress", "prompts", "validation", "metric", "errors"),
+    (
+        "process",
+        "sandbox",
+        "store",
+        "textfmt",
+        "plugins",
+        "progress",
+        "prompts",
+        "validation",
+        "metric",
+        "errors",
+    ),
 ]
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 AgentStatus = Literal["ok", "task_failed", "timeout", "infra_error"]
 Placement = Literal["native", "system", "prepend"]
+SealSupport = Literal["process", "inert", "none"]
 
 
 class AgentOptions(BaseModel):
@@ -68,6 +69,7 @@ class AgentRequest(BaseModel, Generic[OptionsT]):
     seed: int = 0
     replicate: int = 0
     attempt: int = 0
+    sealed: bool = False  # run the agent's process group under the sandbox (skilltune/sandbox.py)
     options: OptionsT
 
     @field_validator("options")
@@ -148,6 +150,10 @@ class AgentBackend(ABC, Generic[OptionsT]):
     # True for a backend that starts no process (a direct chat target): its rate limits hold within
     # this process, so the Ray executor refuses it.
     runs_in_process: ClassVar[bool] = False
+    # How its rollouts are sealed (skilltune/sandbox.py): "process" (its agent process runs in the
+    # run's sandbox: every CLI backend), "inert" (it starts no process and touches nothing outside its
+    # workspace: the mock, the direct chat targets; nothing to seal), "none" (it cannot run sealed).
+    seal_support: ClassVar[SealSupport] = "none"
 
     def native_skill_dir(self, skill_name: str) -> str:
         return f".agents/skills/{skill_name}"

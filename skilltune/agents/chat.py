@@ -34,6 +34,7 @@ from skilltune.agents.base import (
     BackendCheck,
     Message,
     Placement,
+    SealSupport,
 )
 from skilltune.errors import UsageError
 from skilltune.modelcalls import (
@@ -109,6 +110,7 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
     Options: ClassVar[type[AgentOptions]] = ChatOptions
     native_files: ClassVar[tuple[str, ...]] = ()
     runs_in_process: ClassVar[bool] = True
+    seal_support: ClassVar[SealSupport] = "inert"  # one model call, no tools, no process
     model_env: ClassVar[str]
 
     def __init__(self) -> None:

@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import warnings
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -43,6 +43,7 @@ from skilltune.agents.base import (
     AgentRequest,
     AgentResult,
     BackendCheck,
+    SealSupport,
     version_number,
 )
 from skilltune.agents.home import UserFile, deep_merge, render_settings
@@ -50,6 +51,7 @@ from skilltune.agents.transcript import parse_jsonl
 from skilltune.errors import SkilltuneWarning, UsageError
 from skilltune.modelcalls.prices import estimate_cost
 from skilltune.process import ProcessOutcome, run_agent_process
+from skilltune.sandbox import extra_paths, installation, sealed_argv
 from skilltune.store import is_secret_key
 
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TERM")
@@ -88,6 +90,8 @@ class CLIOptions(AgentOptions):
         default=300.0, description="no output for this long: the agent is stuck"
     )
     executable: str | None = Field(default=None, description="path of the CLI (default: found on PATH)")
+    sandbox_ro: list[str] = Field(default_factory=list, description="more paths a sealed agent may read")
+    sandbox_rw: list[str] = Field(default_factory=list, description="more paths a sealed agent may write")
 
 
 CLIOptionsT = TypeVar("CLIOptionsT", bound=CLIOptions, default=Any)
@@ -142,6 +146,7 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
     settings_file: ClassVar[str | None] = None  # relative to the private HOME; TOML if .toml, else JSON
     settings_option: ClassVar[str | None] = None  # an option (a dict) deep-merged over default_settings
     tool_restriction: ClassVar[str | None] = None  # None: the CLI cannot restrict its tools
+    seal_support: ClassVar[SealSupport] = "process"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -283,8 +288,11 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
             self.link_credentials(home)
             self.prepare_home(home, request)
             options = request.options
+            argv = self.command(request, home)
+            if request.sealed:
+                argv = self.sealed_command(argv, request, home)
             outcome = run_agent_process(
-                self.command(request, home),
+                argv,
                 cwd=request.workspace,
                 env=self.environment(home, request),
                 wall_limit_s=options.wall_limit_s,
@@ -322,6 +330,21 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
             )
             result.cost_estimated = result.cost_usd is not None
         return result
+
+    def sealed_command(
+        self, argv: list[str], request: AgentRequest[CLIOptionsT], home: Path, files: Sequence[Path] = ()
+    ) -> list[str]:
+        """``argv`` under the sandbox: the workspace, the private HOME, the CLI's installation, the
+        credential files linked into HOME, the options' extra paths and ``files`` (writable)."""
+        options = request.options
+        credentials = [source for source in self.user_credentials().values() if source.exists()]
+        return sealed_argv(
+            argv,
+            workspace=request.workspace,
+            home=home,
+            readable=[*installation(self.binary(options)), *extra_paths(options.sandbox_ro)],
+            writable=[*credentials, *files, *extra_paths(options.sandbox_rw)],
+        )
 
     def argv_too_long(self, request: AgentRequest[CLIOptionsT]) -> str:
         """Why ``self.executable`` could not be started with E2BIG, and what to do about it."""

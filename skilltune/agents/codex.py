@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -210,6 +210,15 @@ class CodexAgent(CLIBackend[CodexOptions]):
     def prepare_home(self, home: Path, request: AgentRequest[CodexOptions]) -> None:
         super().prepare_home(home, request)
         (request.log_dir / LAST_MESSAGE_FILE).unlink(missing_ok=True)
+
+    def sealed_command(
+        self, argv: list[str], request: AgentRequest[CodexOptions], home: Path, files: Sequence[Path] = ()
+    ) -> list[str]:
+        # codex writes its last message (-o) into the record folder, which stays outside the sandbox:
+        # that one file is made and bound alone.
+        last = request.log_dir / LAST_MESSAGE_FILE
+        last.touch()
+        return super().sealed_command(argv, request, home, [*files, last])
 
     def cli_env(self, home: Path, request: AgentRequest[CodexOptions]) -> dict[str, str]:
         return {"CODEX_HOME": str(self.codex_home(home))}

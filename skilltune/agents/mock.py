@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, NonNegativeFloat
 
-from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message
+from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message, SealSupport
 from skilltune.skill import split_front_matter
 from skilltune.suite.model import Task
 
@@ -184,6 +184,7 @@ class MockAgent(AgentBackend[MockOptions]):
     Options = MockOptions
     native_files: ClassVar[tuple[str, ...]] = ("AGENTS.md", "CLAUDE.md")
     reports_skill_loads = True
+    seal_support: ClassVar[SealSupport] = "inert"  # no process; it reads only its workspace
 
     def run(self, request: AgentRequest[MockOptions]) -> AgentResult:
         options = request.options

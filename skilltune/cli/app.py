@@ -136,13 +136,14 @@ def rollout_settings(
     fresh: bool,
     executor: str,
     ray_address: str | None,
+    sandbox: str = "auto",
 ) -> RolloutSettings:
     """The rollout settings ``run``, ``compare`` and ``calibrate`` take from the same flags."""
     from skilltune.session import RolloutSettings
 
-    return RolloutSettings(
+    return RolloutSettings.of(
         agent=agent, agent_options=parse_agent_opts(agent_opt), seed=seed, workers=workers, cache=cache,
-        fresh=fresh, executor_kind=executor, ray_address=ray_address,
+        fresh=fresh, executor_kind=executor, ray_address=ray_address, sandbox=sandbox,
     )  # fmt: skip
 
 
@@ -229,6 +230,14 @@ CacheOpt = Annotated[
     ),
 ]
 FreshOpt = Annotated[bool, typer.Option("--fresh", help="Run rollouts even when the cache holds them.")]
+SandboxOpt = Annotated[
+    str,
+    typer.Option(
+        "--sandbox",
+        help="Seal each rollout's agent: bwrap (it sees its workspace and the system folders only), none, "
+        "or auto (bwrap where it runs; see `skilltune agents`).",
+    ),
+]
 ExecutorOpt = Annotated[
     str, typer.Option("--executor", help="Where rollouts run: local (worker threads) or ray.")
 ]

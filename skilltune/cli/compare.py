@@ -21,6 +21,7 @@ from skilltune.cli.app import (
     JudgeOpts,
     PromptVariantOpt,
     RayAddressOpt,
+    SandboxOpt,
     SuiteArg,
     Typer,
     app,
@@ -124,6 +125,7 @@ def compare(
     force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
+    sandbox: SandboxOpt = "auto",
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
     prompt_variant: PromptVariantOpt = "cheap",
@@ -150,7 +152,7 @@ def compare(
         comparison = skilltune_compare(
             loaded, candidates, split=split, reps=reps, metric=metric, out=target, force=force,
             on_record=report,
-            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address),
+            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address, sandbox),
         )  # fmt: skip
     print_comparison(comparison)
     phase = "test" if split == "test" else "eval"

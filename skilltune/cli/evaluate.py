@@ -21,6 +21,7 @@ from skilltune.cli.app import (
     JudgeOpts,
     PromptVariantOpt,
     RayAddressOpt,
+    SandboxOpt,
     SuiteArg,
     app,
     err,
@@ -95,6 +96,7 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
+    sandbox: SandboxOpt = "auto",
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
     prompt_variant: PromptVariantOpt = "cheap",
@@ -116,7 +118,7 @@ def run(
     with progress_bar(quiet) as report:
         summary = evaluate(
             loaded, candidate, split=split, reps=reps, out=target, force=force, on_record=report,
-            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address),
+            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address, sandbox),
         )  # fmt: skip
     print_summary(summary)
     out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
@@ -181,12 +183,16 @@ def smoke(
     ] = None,
     prompt_variant: PromptVariantOpt = "cheap",
     judge_opt: JudgeOpts = None,
+    sandbox: SandboxOpt = "auto",
 ) -> None:
-    """Preflight (requirements, tools, agent CLI, judge) and one rollout per split; exit 1 on any problem."""
+    """Preflight (requirements, tools, agent CLI, judge, sandbox) and one rollout per split, with a
+    canary planted beside the suite; exit 1 on any problem."""
     from skilltune.measure.smoke import smoke as run_smoke
 
     if prompt_variant not in ("cheap", "full"):
         raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
+    if sandbox not in ("auto", "bwrap", "none"):
+        raise UsageError(f"--sandbox {sandbox!r}: use auto, bwrap or none")
     report = run_smoke(
         suite,
         skill,
@@ -195,6 +201,7 @@ def smoke(
         out=out_dir,
         prompt_variant=prompt_variant,  # type: ignore[arg-type]
         judge_options=parse_agent_opts(judge_opt, "--judge-opt"),
+        sandbox=sandbox,  # type: ignore[arg-type]
     )
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
@@ -212,26 +219,34 @@ def smoke(
 @app.command(epilog="Example: skilltune agents")
 @guarded
 def agents() -> None:
-    """List agent backends: installed or not, version, what to fix, and what each cannot do."""
+    """List agent backends: installed or not, version, sealed or not, what to fix, what each cannot do."""
     from skilltune.agents import AGENTS, get_backend
+    from skilltune.sandbox import resolve, rollout_sandbox
 
+    seal = resolve("auto")
+    sealed = {"bwrap": "yes (bwrap)", "inert": "no process", "none": "NO"}
     table = Table()
-    for col in ("agent", "installed", "version", "skill loads", "fix / notes"):
+    for col in ("agent", "installed", "version", "sealed", "skill loads", "fix / notes"):
         table.add_column(col, overflow="fold")
     for name in AGENTS.names():
         try:
             backend = get_backend(name)
             status = backend.check()
         except SkilltuneError as exc:  # a broken plug-in is reported, not fatal to the listing
-            table.add_row(name, "error", "-", "-", str(exc))
+            table.add_row(name, "error", "-", "-", "-", str(exc))
             continue
-        notes = "; ".join([*([status.fix] if status.fix else []), *status.notes])
+        notes = [*([status.fix] if status.fix else []), *status.notes]
+        if seal.sealed and backend.seal_support == "none":
+            notes.append("this backend cannot run sealed")
+        kind = rollout_sandbox(seal, backend.seal_support)
         loads = "reported" if backend.reports_skill_loads else "no"
-        table.add_row(name, "yes" if status.installed else "no", status.version or "-", loads, notes)
+        installed = "yes" if status.installed else "no"
+        table.add_row(name, installed, status.version or "-", sealed[kind], loads, "; ".join(notes))
     out.print(table)
     out.print(
         "skill loads: whether the backend reports if the agent loaded the skill (trigger tasks need it)"
     )
+    out.print(f"sandbox (--sandbox auto): {seal.describe()}")
 
 
 @app.command(epilog="Example: skilltune lint examples/mock-demo/skill")
@@ -279,6 +294,7 @@ def calibrate(
     force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
     cache: CacheOpt = None,
     fresh: FreshOpt = False,
+    sandbox: SandboxOpt = "auto",
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
     prompt_variant: PromptVariantOpt = "cheap",
@@ -298,7 +314,7 @@ def calibrate(
     target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
     result = skilltune_calibrate(
         loaded, candidate, split=split, reps=reps, metric=metric, out=target, force=force,
-        settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address),
+        settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address, sandbox),
     )  # fmt: skip
     table = Table(
         title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"

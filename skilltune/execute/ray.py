@@ -37,6 +37,7 @@ from skilltune.process import GRACE_S
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
 from skilltune.rollout.scoring import rescore_record
 from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.sandbox import UNSEALED, Seal
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, write_text
 
@@ -77,6 +78,7 @@ class RunnerSpec:
     retry: RetryPolicy
     options_hash: str  # the driver's (its environment and CLI version decide, not the worker's)
     suite_options: dict[str, Any] = field(default_factory=dict)  # prompt variant, judge overrides
+    seal: Seal = UNSEALED  # resolved on the driver: a worker without bwrap refuses (no unsealed fallback)
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
             out=scratch,
             retry=spec.retry,
             driver_options_hash=spec.options_hash,
+            seal=spec.seal,
         )
         rollout_job = RolloutJob(suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed)
         record = runner.run(rollout_job)
@@ -192,6 +195,7 @@ class RayExecutor:
             retry=runner.retry,
             options_hash=runner.options_hash,
             suite_options=runner.suite.options.model_dump(mode="json"),
+            seal=runner.seal,
         )
         todo = []
         for job in jobs:

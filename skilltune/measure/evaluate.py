@@ -18,6 +18,7 @@ from skilltune.execute import Executor
 from skilltune.measure.compare import decisions, expected_loads
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
 from skilltune.runfiles import UNDECIDED, RolloutRecord
+from skilltune.sandbox import RolloutSandbox, rollout_sandbox
 from skilltune.score.base import require_same_contract
 from skilltune.score.trigger import TriggerStats, trigger_stats
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
@@ -25,7 +26,7 @@ from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
 from skilltune.suite import Suite, load_suite
 
-SUMMARY_SCHEMA_VERSION = 2  # 2: trigger
+SUMMARY_SCHEMA_VERSION = 2  # 2: trigger (sandbox, added with a default, reads the same)
 
 
 class TaskSummary(BaseModel):
@@ -64,6 +65,9 @@ class EvalSummary(BaseModel):
     n_rollouts: int
     n_scored: int
     n_cached: int = Field(default=0, description="rollouts copied from the --cache folder (not run)")
+    sandbox: RolloutSandbox = Field(
+        default="none", description="how the rollouts ran: bwrap (sealed), none, inert (no process to seal)"
+    )
     statuses: dict[str, int]
     contaminated: bool = Field(description="infra errors, crashes or unscored rollouts remain after retries")
     hard_acc: float | None
@@ -165,6 +169,7 @@ def evaluate(
         n_rollouts=len(records),
         n_scored=len(scored),
         n_cached=sum(1 for r in records if r.cached_from),
+        sandbox=rollout_sandbox(session.seal, target.backend.seal_support),
         statuses=dict(sorted(statuses.items())),
         contaminated=any(r.status in UNDECIDED for r in records),
         hard_acc=accuracy(records, "hard"),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
+import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from skilltune.errors import SkilltuneError
 from skilltune.rollout.runner import rollout_dir
 from skilltune.rollout.workspace import audit_workspace
 from skilltune.runfiles import RolloutRecord
+from skilltune.sandbox import SandboxChoice, rollout_sandbox
 from skilltune.session import RolloutSession, RolloutSettings, Target
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
@@ -62,10 +66,15 @@ def smoke(
     out: Path | str | None = None,
     prompt_variant: PromptVariant = "cheap",
     judge_options: dict[str, Any] | None = None,
+    sandbox: SandboxChoice = "auto",
 ) -> SmokeReport:
     """Preflight checks and one rollout per split. The rollouts' record folders go to ``out``;
     without it, to a temporary folder that is removed when every check passed and kept (and
-    named in the report) when one failed, so a failure can be inspected."""
+    named in the report) when one failed, so a failure can be inspected.
+
+    The leak audit: before the rollouts, a canary file (a random token) is planted beside the
+    suite (in its parent folder), and a rollout whose output, diff, events or conversation holds
+    the token fails (the agent read outside its workspace); the canary is removed afterwards."""
     checks: list[SmokeCheck] = []
 
     def check(name: str, ok: bool, detail: str = "") -> None:
@@ -114,19 +123,20 @@ def smoke(
     if not status.installed:
         return SmokeReport(checks=checks)
     try:
-        session = RolloutSession.open(
-            suite, RolloutSettings(agent=agent, agent_options=agent_options or {}, seed=seed),
-            tasks=suite.all_tasks(), candidates=[candidate],
-        )  # fmt: skip
+        settings = RolloutSettings(agent=agent, agent_options=agent_options or {}, seed=seed, sandbox=sandbox)
+        session = RolloutSession.open(suite, settings, tasks=suite.all_tasks(), candidates=[candidate])
     except SkilltuneError as exc:
         check(f"agent {agent} can run this suite and skill", False, str(exc))
         return SmokeReport(checks=checks)
+    kind = rollout_sandbox(session.seal, target.backend.seal_support)
+    check("sandbox", True, _SANDBOX_SAYS[kind].format(reason=session.seal.reason))
     records = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="skilltune-smoke-"))
 
     ran: list[RolloutRecord] = []
-    for split in SPLITS:
-        if suite.has_split(split):
-            checks += _smoke_rollout(session, candidate, split, records, ran)
+    with planted_canary(suite.root) as canary:
+        for split in SPLITS:
+            if suite.has_split(split):
+                checks += _smoke_rollout(session, candidate, split, records, ran, canary)
     if out is None and all(c.ok for c in checks):
         shutil.rmtree(records, ignore_errors=True)
     else:
@@ -135,8 +145,47 @@ def smoke(
     return SmokeReport(checks=checks, infra_error=infra)
 
 
+_SANDBOX_SAYS = {
+    "bwrap": "rollouts are sealed (bwrap): the agent sees its workspace, its private HOME and the system folders",
+    "inert": "nothing to seal: this agent starts no process and reads only its workspace",
+    "none": "rollouts are NOT sealed: {reason}",
+}
+_LEAK_FILES = ("output.txt", "diff.patch", "events.jsonl", "conversation.json")
+
+
+@contextlib.contextmanager
+def planted_canary(suite_root: Path) -> Iterator[str | None]:
+    """Plant a file holding a random token beside the suite (its parent folder) for the time of
+    the block; yields the token (None: the folder is not writable, nothing planted)."""
+    token = f"SKILLTUNE-CANARY-{secrets.token_hex(8)}"
+    path = suite_root.resolve().parent / f".{suite_root.name}.skilltune-canary-{token[-16:]}.txt"
+    try:
+        path.write_text(f"answers of {suite_root.name}: {token}\n", encoding="utf-8")
+    except OSError:
+        yield None
+        return
+    try:
+        yield token
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def canary_leaks(folder: Path, token: str) -> list[str]:
+    """The files of a rollout's record folder that hold ``token`` (what the agent said, changed or
+    did, and the raw logs beside them)."""
+    names = [*_LEAK_FILES, *(p.name for p in folder.glob("agent-*"))]
+    return sorted(
+        {n for n in names if (folder / n).is_file() and token.encode() in (folder / n).read_bytes()}
+    )
+
+
 def _smoke_rollout(
-    session: RolloutSession, candidate: Candidate, split: str, out: Path, ran: list[RolloutRecord]
+    session: RolloutSession,
+    candidate: Candidate,
+    split: str,
+    out: Path,
+    ran: list[RolloutRecord],
+    canary: str | None,
 ) -> list[SmokeCheck]:
     suite = session.suite
     task = suite.tasks(split)[0]
@@ -181,4 +230,14 @@ def _smoke_rollout(
             name=f"{label}: workspace free of reference data", ok=not leaks, detail="; ".join(leaks[:5])
         )
     )
+    if canary is not None:
+        found = canary_leaks(folder, canary)
+        detail = (
+            f"the agent read the canary planted beside the suite: it is in {', '.join(found)}"
+            if found
+            else "no trace of the canary planted beside the suite"
+        )
+        results.append(
+            SmokeCheck(name=f"{label}: nothing read outside the workspace", ok=not found, detail=detail)
+        )
     return results

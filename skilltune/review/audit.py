@@ -6,7 +6,9 @@ gate-accepted keeps along one chain (``best-lineage``); no PROTECTED block chang
 epoch update, and then only its own block (``protected-block``); every score stamped with the
 run's scoring contract (``contract-drift``); one agent, model and CLI identity for every
 rollout (``agent-drift``); no edit rejected by a gate proposed again (``rejected-edit``); no
-gate that decided on a round holding infra errors or crashes (``contaminated-gate``).
+gate that decided on a round holding infra errors or crashes (``contaminated-gate``); every
+rollout of an agent process sealed (``unsealed``: the agent could read the suite and the user's
+files, skilltune/sandbox.py).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def audit_history(history: History, suite: Suite, *, write: bool = True) -> Audi
         *_agent_drift(records),
         *_rejected_again(history),
         *_contaminated_gates(history, records),
+        *_unsealed(records),
     ]
     result = AuditFile(
         clean=not findings, checks=list(CHECKS), findings=findings, notes=notes, searched=searched
@@ -311,6 +314,18 @@ def _agent_drift(records: list[tuple[str, RolloutRecord]]) -> list[AuditFinding]
             )
         )
     return found
+
+
+def _unsealed(records: list[tuple[str, RolloutRecord]]) -> list[AuditFinding]:
+    """Rollouts whose agent process ran unsealed: nothing stopped it reading val, test or the user's files."""
+    paths = [where for where, record in records if record.sandbox == "none"]
+    if not paths:
+        return []
+    units = sorted({_unit_of(p) for p in paths})
+    where = ", ".join(units[:6]) + (" ..." if len(units) > 6 else "")
+    why = "the agent could read the suite (val and test answers) and your files; run with --sandbox bwrap"
+    message = f"{len(paths)} rollout(s) in {where} ran unsealed: {why}"
+    return [AuditFinding(check="unsealed", where=paths[0], message=message, details={"units": units})]
 
 
 # --- rejected edits proposed again -------------------------------------------------------------

@@ -34,6 +34,7 @@ from skilltune.rollout.conversation import conversation
 from skilltune.rollout.scoring import rescore_record, score_in_workspace
 from skilltune.rollout.workspace import Workspace, place_skill
 from skilltune.runfiles import UNDECIDED, FailedAttempt, Phase, RolloutFiles, RolloutRecord, RolloutStatus
+from skilltune.sandbox import SEAL_OPTIONS, UNSEALED, RolloutSandbox, Seal, rollout_sandbox
 from skilltune.score.base import Score
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, sha256_text, write_json, write_jsonl, write_text
@@ -102,6 +103,12 @@ class RolloutRunner:
     # The driver's options hash, on a Ray worker: records must match the run directory's runner
     # whatever the worker's own environment or CLI version.
     driver_options_hash: str | None = None
+    seal: Seal = UNSEALED  # the command's sandbox (skilltune/sandbox.py); a backend may have nothing to seal
+
+    @functools.cached_property
+    def sandbox(self) -> RolloutSandbox:
+        """How this runner's rollouts run: ``bwrap`` (sealed), ``inert`` (nothing to seal) or ``none``."""
+        return rollout_sandbox(self.seal, self.backend.seal_support)
 
     @functools.cached_property
     def options_hash(self) -> str:
@@ -109,10 +116,13 @@ class RolloutRunner:
         if self.driver_options_hash is not None:
             return self.driver_options_hash
         identity = self.backend.cache_identity(self.options)
+        # keys of rollouts unsealed and without extra binds are as before sealing existed (resume, caches)
+        options = {
+            k: v for k, v in self.options.model_dump(mode="json").items() if k not in SEAL_OPTIONS or v
+        }
+        sealed = {"sandbox": "bwrap"} if self.sandbox == "bwrap" else {}
         return sha256_text(
-            canonical_json(
-                {"agent": self.backend.name, **self.options.model_dump(mode="json"), "identity": identity}
-            )
+            canonical_json({"agent": self.backend.name, **options, "identity": identity} | sealed)
         )
 
     def reusable(self, job: RolloutJob) -> RolloutRecord | None:
@@ -173,6 +183,7 @@ class RolloutRunner:
             "agent": self.backend.name,
             "options_hash": self.options_hash,
             "task_hash": self.suite.task_hash(job.task),
+            "sandbox": self.sandbox,
         }
 
     def lost(self, job: RolloutJob, reason: str, attempts: int) -> RolloutRecord:
@@ -272,23 +283,15 @@ class RolloutRunner:
             seed=job.seed,
             replicate=job.replicate,
             attempt=attempt,
+            sealed=self.sandbox == "bwrap",
             options=self.options,
         )
         return self.backend.run(request), placed.prompt
 
     def _finish(
-        self,
-        job: RolloutJob,
-        folder: Path,
-        workspace: Workspace,
-        result: AgentResult | None,
-        prompt: str,
-        crash: str | None,
-        attempts: int,
-        history: list[FailedAttempt],
-        started: str,
-        t0: float,
-    ) -> RolloutRecord:
+        self, job: RolloutJob, folder: Path, workspace: Workspace, result: AgentResult | None, prompt: str,
+        crash: str | None, attempts: int, history: list[FailedAttempt], started: str, t0: float,
+    ) -> RolloutRecord:  # fmt: skip
         status: RolloutStatus
         reason: str | None
         pending, unavailable, usage = None, None, None

@@ -39,7 +39,10 @@ trajectory of its step's evidence, with the reason); a step record's ``decision`
 read unchanged (no feedback, ``dropped`` empty).
 8 = record.json carries the agent's load decision (``skill_loaded``), comparison.json each arm's
 ``trigger`` statistics (precision, recall, accuracy on trigger tasks). Files of version 7 read
-unchanged (the decision unknown, no trigger statistics).
+unchanged (the decision unknown, no trigger statistics). Also in 8: record.json says whether the
+rollout was sealed (``sandbox``: bwrap, none, or inert for a backend that starts no process) and
+config.json the run's ``--sandbox``; files of version 7 read as unsealed (``none``; ``inert`` for
+the mock and the direct chat targets), as they ran.
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from skilltune.metric import Metric
-from skilltune.runfiles.base import RunFile
+from skilltune.runfiles.base import Migration, RunFile
+from skilltune.sandbox import SandboxChoice
 
 
 class EditBudgetConfig(BaseModel):
@@ -138,6 +139,11 @@ class TrainConfig(BaseModel):
         default=None, description="A Ray cluster to join (unset: a new local instance)."
     )
     fresh: bool = Field(default=False, description="Run rollouts even when --cache holds them.")
+    sandbox: SandboxChoice = Field(
+        default="auto",
+        description="Seal each rollout's agent (bwrap: it sees its workspace and the system folders only); "
+        "auto seals where bwrap runs, none never.",
+    )
     findings: str | None = Field(
         default=None,
         description="A findings file shared across runs: the finished run appends its entry once.",
@@ -171,6 +177,8 @@ class TrainConfig(BaseModel):
 
 class RunConfigFile(RunFile, TrainConfig):
     """config.json: the settings (secrets redacted), the suite's content hash and its scoring contract."""
+
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {7: lambda raw: {"sandbox": "none"} | raw}  # ran unsealed
 
     suite_hash: str
     contract: str

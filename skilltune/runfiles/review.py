@@ -17,6 +17,7 @@ Check = Literal[
     "agent-drift",
     "rejected-edit",
     "contaminated-gate",
+    "unsealed",
 ]
 CHECKS: tuple[Check, ...] = get_args(Check)
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
+from skilltune.sandbox import RolloutSandbox
 from skilltune.score.base import Score, ScoringUsage
 from skilltune.score.trigger import TriggerStats
 
@@ -39,6 +40,14 @@ class FailedAttempt(BaseModel):
     events: str | None = None
 
 
+_INERT_AGENTS = ("mock", "openai", "anthropic")  # the built-ins that start no process (schema 7)
+
+
+def _sandbox_unknown(raw: dict[str, Any]) -> dict[str, Any]:
+    # Before schema 8 no rollout was sealed: a CLI's agent saw what the user sees.
+    return {"sandbox": "inert" if raw.get("agent") in _INERT_AGENTS else "none"} | raw
+
+
 def _no_attempt_history(raw: dict[str, Any]) -> dict[str, Any]:
     # Schema 3 and before kept only the number of attempts; what the failed ones said is lost.
     return raw | {"attempt_history": []}
@@ -59,7 +68,7 @@ class RolloutRecord(RunFile):
     reported it (None: the backend cannot tell, or the rollout ended before a decision).
     """
 
-    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _no_attempt_history}
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _no_attempt_history, 7: _sandbox_unknown}
 
     task_id: str
     split: str
@@ -71,6 +80,7 @@ class RolloutRecord(RunFile):
     model: str | None = None
     options_hash: str
     task_hash: str
+    sandbox: RolloutSandbox = "none"  # bwrap: sealed; inert: the backend starts no process (sandbox.py)
     status: RolloutStatus
     reason: str | None = None
     score: Score | None = None

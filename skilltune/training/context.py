@@ -81,7 +81,7 @@ def rollout_settings(config: TrainConfig) -> RolloutSettings:
     return RolloutSettings(
         agent=config.agent, agent_options=config.agent_options, seed=config.seed, workers=config.workers,
         executor_kind=config.executor, ray_address=config.ray_address,
-        cache=Path(config.cache) if config.cache else None, fresh=config.fresh,
+        cache=Path(config.cache) if config.cache else None, fresh=config.fresh, sandbox=config.sandbox,
     )  # fmt: skip
 
 

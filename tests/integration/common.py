@@ -13,6 +13,7 @@ from typing import Any
 from skilltune.agents import get_backend
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import RolloutRecord
+from skilltune.sandbox import UNSEALED, Seal
 from skilltune.skill import Candidate
 from skilltune.suite import load_suite
 from tests.fakeserver import INPUT_TOKENS, OUTPUT_TOKENS, FakeModelServer
@@ -45,9 +46,12 @@ def rollout(
     options: dict[str, Any],
     candidate: Candidate | None = SKILL,
     retry: RetryPolicy = NO_RETRY,
+    seal: Seal = UNSEALED,
+    suite_root: Path | None = None,
 ) -> Rollout:
-    """One real rollout of ``agent`` on the hello task; returns the record and its folder."""
-    suite = load_suite(hello_suite(tmp_path / "suite"))
+    """One real rollout of ``agent`` on the hello task (of ``suite_root`` when given); returns the
+    record and its folder. ``seal``: the sandbox the runner seals it with (default: none)."""
+    suite = load_suite(suite_root or hello_suite(tmp_path / "suite"))
     backend = get_backend(agent)
     runner = RolloutRunner(
         suite=suite,
@@ -55,6 +59,7 @@ def rollout(
         options=backend.parse_options(options),
         out=tmp_path / "out",
         retry=retry,
+        seal=seal,
     )
     job = RolloutJob(task=suite.task("hello"), phase="eval", candidate=candidate, replicate=0, seed=0)
     record = runner.run(job)

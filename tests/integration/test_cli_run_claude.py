@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from skilltune.cli import app
+from skilltune.sandbox import bwrap_problem
 from tests.conftest import require_cli
 from tests.fakeserver import FakeModelServer
 from tests.integration import common
@@ -54,3 +55,6 @@ def test_skilltune_run_with_claude_against_a_model_server(
     assert common.TOKEN in (folder / "diff.patch").read_text()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["hard_acc"] == 1.0 and summary["tokens_in"] == record["tokens_in"]
+    # --sandbox auto: sealed wherever bwrap runs, and the run says how it ran
+    sealed = "bwrap" if bwrap_problem() is None else "none"
+    assert record["sandbox"] == summary["sandbox"] == sealed
