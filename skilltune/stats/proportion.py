@@ -8,22 +8,15 @@ counted as separate trials, so with several replicates the interval is somewhat 
 
 from __future__ import annotations
 
-import math
-from statistics import NormalDist
-
 
 def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``successes`` out of ``trials`` (None when there is no trial)."""
+    """The Wilson score interval of ``successes`` out of ``trials`` (None when there is no trial):
+    scipy's ``binomtest(...).proportion_ci(method="wilson")``."""
     if not 0 <= successes <= trials:
         raise ValueError(f"successes must lie in [0, trials], got {successes} of {trials}")
     if trials == 0:
         return None
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    # exact ends at 0/n and n/n (float noise would put them a hair inside)
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == trials else min(1.0, centre + half)
-    return low, high
+    from scipy.stats import binomtest  # imported here: a command that shows no interval never loads scipy
+
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
