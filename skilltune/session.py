@@ -31,7 +31,7 @@ from skilltune.rollout.cache import RolloutCache
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
 from skilltune.rollout.workspace import check_placement, check_target, placed_prompts
 from skilltune.runfiles import Phase, RolloutRecord
-from skilltune.sandbox import SandboxChoice, Seal, resolve
+from skilltune.sandbox import UNSEALED, SandboxChoice, Seal, resolve
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 from skilltune.validation import field_problems
@@ -135,7 +135,7 @@ def warn_unsealed(seal: Seal, backend: AgentBackend) -> None:
     if seal.sealed and backend.seal_support == "process":
         return
     why = seal.reason or f"the {backend.name} backend cannot run sealed"
-    if why in _WARNED or seal.reason == "--sandbox none":
+    if why in _WARNED or seal == UNSEALED:  # --sandbox none: the user chose it
         return
     _WARNED.add(why)
     warnings.warn(

@@ -129,7 +129,12 @@ def smoke(
         check(f"agent {agent} can run this suite and skill", False, str(exc))
         return SmokeReport(checks=checks)
     kind = rollout_sandbox(session.seal, target.backend.seal_support)
-    check("sandbox", True, _SANDBOX_SAYS[kind].format(reason=session.seal.reason))
+    says = {
+        "inert": "nothing to seal: this agent starts no process and reads only its workspace",
+        "bwrap": session.seal.describe(),
+        "none": f"rollouts are NOT sealed: {session.seal.reason or f'the {agent} backend cannot run sealed'}",
+    }
+    check("sandbox", True, says[kind])
     records = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="skilltune-smoke-"))
 
     ran: list[RolloutRecord] = []
@@ -145,11 +150,6 @@ def smoke(
     return SmokeReport(checks=checks, infra_error=infra)
 
 
-_SANDBOX_SAYS = {
-    "bwrap": "rollouts are sealed (bwrap): the agent sees its workspace, its private HOME and the system folders",
-    "inert": "nothing to seal: this agent starts no process and reads only its workspace",
-    "none": "rollouts are NOT sealed: {reason}",
-}
 _LEAK_FILES = ("output.txt", "diff.patch", "events.jsonl", "conversation.json")
 
 
