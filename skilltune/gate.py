@@ -24,7 +24,7 @@ from typing_extensions import TypeVar
 from skilltune.errors import UsageError
 from skilltune.metric import Metric, as_metric
 from skilltune.plugins import Registry
-from skilltune.rollout.runner import per_task_scores
+from skilltune.rollout.tally import per_task_scores
 from skilltune.runfiles import UNDECIDED, Decision, RolloutRecord, Round, Verdict
 from skilltune.runfiles.units import PairedZStatistic, StrictStatistic
 from skilltune.stats import mean, paired_differences, sample_sd, task_means, tasks_to_accept

@@ -8,15 +8,13 @@ import subprocess
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, cast
+from typing import Any, ClassVar, Generic, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 from typing_extensions import TypeVar
 
+from skilltune.skill import Candidate
 from skilltune.suite.model import Task
-
-if TYPE_CHECKING:
-    from skilltune.skill import Candidate
 
 AgentStatus = Literal["ok", "task_failed", "timeout", "infra_error"]
 Placement = Literal["native", "system", "prepend"]
@@ -70,6 +68,9 @@ class AgentRequest(BaseModel, Generic[OptionsT]):
     replicate: int = 0
     attempt: int = 0
     sealed: bool = False  # run the agent's process group under the sandbox (skilltune/sandbox.py)
+    # The suite's other skills (skilltune/suite/catalogue.py), installed beside the candidate: a CLI
+    # finds them in its workspace (placement native); a backend that lists skills itself reads them here.
+    catalogue: tuple[Candidate, ...] = ()
     options: OptionsT
 
     @field_validator("options")

@@ -15,7 +15,8 @@ from typing import Any
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.metric import Metric, as_metric
-from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
+from skilltune.rollout.runner import NO_SKILL, RetryPolicy
+from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.score.trigger import trigger_stats

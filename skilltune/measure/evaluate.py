@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 
 from skilltune.execute import Executor
 from skilltune.measure.compare import decisions, expected_loads
-from skilltune.rollout.runner import NO_SKILL, RetryPolicy, accuracy
+from skilltune.rollout.runner import NO_SKILL, RetryPolicy
+from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import UNDECIDED, RolloutRecord
 from skilltune.sandbox import RolloutSandbox, rollout_sandbox
 from skilltune.score.base import require_same_contract

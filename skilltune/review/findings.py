@@ -21,7 +21,7 @@ from pathlib import Path
 from skilltune.report import summarize
 from skilltune.report.warnings import ending_warnings
 from skilltune.review.lineage import History, unit_name
-from skilltune.rollout.runner import accuracy
+from skilltune.rollout.tally import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     Comparison,

@@ -27,7 +27,6 @@ from typing import Any
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult
 from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
-from skilltune.metric import Metric
 from skilltune.process import interruptible_sleep
 from skilltune.rollout.cache import RolloutCache, rollout_key
 from skilltune.rollout.conversation import conversation
@@ -267,7 +266,10 @@ class RolloutRunner:
     def _attempt(self, job: RolloutJob, workspace: Workspace, attempt: int) -> tuple[AgentResult, str]:
         self.suite.prepare(job.task, workspace.path)
         prompt = self.suite.prompt(job.task)
-        placed = place_skill(job.candidate, workspace.path, self.backend, self.options.placement, prompt)
+        catalogue = self.suite.catalogue  # the suite's other skills, installed beside the candidate
+        placed = place_skill(
+            job.candidate, workspace.path, self.backend, self.options.placement, prompt, catalogue
+        )
         workspace.commit_baseline(exclude=self.backend.workspace_noise)
         if self.on_baseline is not None:
             self.on_baseline(job, workspace.path)
@@ -284,6 +286,7 @@ class RolloutRunner:
             replicate=job.replicate,
             attempt=attempt,
             sealed=self.sandbox == "bwrap",
+            catalogue=catalogue,
             options=self.options,
         )
         return self.backend.run(request), placed.prompt
@@ -382,19 +385,3 @@ def _set_aside(
         wall_s=round(time.monotonic() - t0, 3),
         events=events,
     )
-
-
-def per_task_scores(records: list[RolloutRecord], metric: Metric) -> dict[str, list[float | None]]:
-    """task id -> the metric of each record in canonical (task, replicate) order (None: not scored)."""
-    out: dict[str, list[float | None]] = {}
-    for r in sorted(records, key=lambda r: (r.task_id, r.replicate)):
-        out.setdefault(r.task_id, []).append(r.score.metric(metric) if r.score else None)
-    return out
-
-
-def accuracy(records: list[RolloutRecord], metric: Metric) -> float | None:
-    """The mean over tasks of each task's mean over its scored replicates (tasks weigh the same)."""
-    from skilltune.stats import mean, task_means
-
-    means = task_means(per_task_scores(records, metric))
-    return round(mean(list(means.values())), 6) if means else None

@@ -25,6 +25,7 @@ from skilltune.agents.base import AgentBackend, AgentOptions, Placement
 from skilltune.errors import UsageError
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
+from skilltune.suite.catalogue import check_catalogue
 
 WORKSPACES_ENV = "SKILLTUNE_WORKSPACES"
 MAX_DIFF_BYTES = 5_000_000
@@ -246,6 +247,9 @@ def check_target(
     problems = [
         f"skill {c.name}: {p}" for c in candidates if c is not None and (p := backend.skill_problem(c))
     ]
+    if suite is not None:
+        names = [c.name for c in candidates if c is not None]
+        problems += [p] if (p := check_catalogue(suite.catalogue, names, suite.root)) else []
     for task in tasks:
         problem = backend.task_problem(task) or _trigger_problem(backend, suite, task)
         if problem:
@@ -288,20 +292,30 @@ def place_skill(
     backend: AgentBackend,
     placement: Placement,
     task_prompt: str,
+    catalogue: Sequence[Candidate] = (),
 ) -> PlacedSkill:
-    """Put the skill where ``placement`` says; return the prompt and system prompt to give the agent."""
+    """Put the skill where ``placement`` says; return the prompt and system prompt to give the agent.
+
+    With placement ``native`` the suite's catalogue skills are installed beside it, where the agent
+    discovers skills (also for the no-skill arm: the catalogue is the user's setup, not the skill)."""
+    if placement == "native":
+        for other in catalogue:
+            _install(other, workspace / backend.native_skill_dir(other.name))
     if candidate is not None and candidate.kind == "folder":
         if placement == "native" or len(candidate.files) > 1:
             # Supporting files are installed natively in every mode so the skill's links resolve.
-            folder = backend.native_skill_dir(candidate.name)
-            for rel, text in candidate.files.items():
-                target = workspace / folder / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
+            _install(candidate, workspace / backend.native_skill_dir(candidate.name))
     elif candidate is not None and placement == "native":
         check_placement(candidate, backend, placement)
         (workspace / candidate.main).write_text(candidate.text, encoding="utf-8")
     return placed_prompts(candidate, placement, task_prompt)
+
+
+def _install(skill: Candidate, folder: Path) -> None:
+    for rel, text in skill.files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
 
 def audit_workspace(workspace: Path, suite: Suite, task: Task) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from skilltune.errors import UsageError
 from skilltune.suite.base import Suite
+from skilltune.suite.catalogue import read_catalogue
 from skilltune.suite.jsonl import JsonlSuite, read_jsonl_suite
 from skilltune.suite.model import (
     PROMPT_VARIANTS,
@@ -44,8 +45,10 @@ def _read(path: Path) -> tuple[Suite | None, list[Problem]]:
         return None, [
             Problem(file=str(path), message="does not exist: give a suite folder or a Python env file")
         ]
+    suite: Suite | None
     if is_python_suite(path):
-        return read_python_suite(path)
+        suite, problems = read_python_suite(path)
+        return suite, problems + (read_catalogue(suite.root)[1] if suite is not None else [])
     if not path.is_dir():
         return None, [
             Problem(
@@ -53,7 +56,8 @@ def _read(path: Path) -> tuple[Suite | None, list[Problem]]:
                 message="not a suite: give a folder with train.jsonl, val.jsonl and scoring.md, or a .py env",
             )
         ]
-    return read_jsonl_suite(path)
+    suite, problems = read_jsonl_suite(path)
+    return suite, problems + read_catalogue(path)[1]
 
 
 def validate_suite(path: Path | str) -> list[Problem]:

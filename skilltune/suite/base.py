@@ -18,7 +18,9 @@ from pydantic import ValidationError
 from skilltune.errors import UsageError
 from skilltune.score.base import Scorer
 from skilltune.score.registry import scorer_class
+from skilltune.skill import Candidate
 from skilltune.store import canonical_json, iter_tree
+from skilltune.suite.catalogue import catalogue_hash, read_catalogue
 from skilltune.suite.judge import JudgeSettings, contract_overrides, judge_settings
 from skilltune.suite.model import SPLITS, SuiteConfig, SuiteOptions, Task
 from skilltune.validation import field_problems
@@ -180,10 +182,19 @@ class Suite(ABC):
     def content_files(self) -> list[tuple[str, Path]]:
         return [(p.relative_to(self.root).as_posix(), p) for p in iter_tree(self.root)]
 
+    @cached_property
+    def catalogue(self) -> tuple[Candidate, ...]:
+        """The skills installed beside the candidate in every rollout (``catalogue/``; see
+        skilltune/suite/catalogue.py); empty for a suite without one."""
+        return read_catalogue(self.root)[0]
+
     def task_hash(self, task: Task) -> str:
-        """sha256 of one task: its object and the content of the files it brings."""
+        """sha256 of one task: its object and the content of the files it brings (and the
+        suite's skill catalogue, which every rollout of it installs)."""
         digest = hashlib.sha256()
         _digest_update(digest, "task", canonical_json(task.as_json()).encode("utf-8"))
+        if self.catalogue:  # only then: a suite without one keeps the task hashes it had
+            _digest_update(digest, "catalogue", catalogue_hash(self.catalogue).encode())
         if self.options.prompt_variant != "cheap":  # another prompt, and rubrics see the variant
             _digest_update(digest, "prompt_variant", self.options.prompt_variant.encode())
         for name, path in self.task_files(task):

@@ -11,7 +11,7 @@ is never deployed with the skill.
 from __future__ import annotations
 
 from skilltune.propose.edit import set_protected_block
-from skilltune.rollout.runner import accuracy
+from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import SlowUpdateFile, UnitRecord
 from skilltune.store import write_text
 from skilltune.textfmt import fmt

@@ -13,7 +13,7 @@ from __future__ import annotations
 from skilltune.errors import UsageError
 from skilltune.gate import suite_size_notes, val_size_notes
 from skilltune.propose.reflect import render_memory
-from skilltune.rollout.runner import accuracy
+from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import UnitRecord
 from skilltune.store import write_text
 from skilltune.suite import load_suite

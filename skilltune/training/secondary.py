@@ -12,7 +12,7 @@ turns a reject into an accept, so it cannot raise the gate's false-accept rate.
 from __future__ import annotations
 
 from skilltune.metric import Metric
-from skilltune.rollout.runner import per_task_scores
+from skilltune.rollout.tally import per_task_scores
 from skilltune.runfiles import RolloutRecord, SecondaryCheck, Verdict
 from skilltune.suite import Suite, Task
 

@@ -17,7 +17,7 @@ from skilltune.propose import MergeResult, PatchError, apply_patch, merge_edits
 from skilltune.propose.edit import fit_growth, growth_problem
 from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
 from skilltune.propose.vet import drop_uncited
-from skilltune.rollout.runner import accuracy
+from skilltune.rollout.tally import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord
 from skilltune.skill import Candidate
