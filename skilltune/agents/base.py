@@ -147,6 +147,9 @@ class AgentBackend(ABC, Generic[OptionsT]):
     # True for a backend that reports whether the agent loaded the skill (``AgentResult.skill_loaded``):
     # only such a backend can run trigger tasks.
     reports_skill_loads: ClassVar[bool] = False
+    # True for a backend whose load decision exists only for a skill folder installed natively (placement
+    # native): placed otherwise, the skill is in the agent's context on every rollout (every CLI backend).
+    loads_need_native: ClassVar[bool] = False
 
     # True for a backend that starts no process (a direct chat target): its rate limits hold within
     # this process, so the Ray executor refuses it.
@@ -173,6 +176,26 @@ class AgentBackend(ABC, Generic[OptionsT]):
 
     def task_problem(self, task: Task) -> str | None:
         """Why this backend cannot run ``task`` (None: it can); reported before anything runs."""
+        return None
+
+    def skill_load_problem(self, options: OptionsT, candidate: Candidate | None) -> str | None:
+        """Why this backend cannot report whether the agent loaded ``candidate`` placed as ``options``
+        say (None: it can); a trigger task is refused with it before anything runs."""
+        if not self.reports_skill_loads:
+            return f"the {self.name} backend cannot report whether the agent loaded the skill"
+        if not self.loads_need_native:
+            return None
+        if options.placement != "native":
+            return (
+                f"with placement={options.placement} the skill is in the agent's context on every rollout, "
+                "so the agent never decides whether to load it; use placement=native (the default), where "
+                f"{self.name} installs the skill as it installs skills and loads it on demand"
+            )
+        if candidate is not None and candidate.kind != "folder":
+            return (
+                f"{candidate.main} is a single instruction file, which {self.name} reads on every rollout; "
+                "trigger tasks need a skill folder (a SKILL.md with a name and a description)"
+            )
         return None
 
     def skill_problem(self, candidate: Candidate) -> str | None:

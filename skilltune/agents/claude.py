@@ -39,6 +39,7 @@ from pydantic import Field, NonNegativeInt, PositiveFloat
 from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
+from skilltune.agents.skillload import CLAUDE
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 from skilltune.process import ProcessOutcome
 
@@ -71,6 +72,7 @@ class ClaudeOptions(CLIOptions):
 class ClaudeAgent(CLIBackend[ClaudeOptions]):
     name = "claude"
     Options = ClaudeOptions
+    skill_loads = CLAUDE  # how its events show a skill load (agents/skillload.py)
     executable: ClassVar[str] = "claude"
     long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (

@@ -1,24 +1,17 @@
 """What every agent-CLI backend shares: isolation, the environment, the process, outcomes.
 
-A CLI backend says how to call its CLI (``command``), how to read its event stream
-(``interpret``), and *declares* its plumbing: the user's variables it needs and those it must
-never see, the user's credential files, its settings document and the option that overrides
-it. This module does the rest the same way for all of them:
-
-- a private HOME per rollout (the user's skills, settings and history never join
-  the candidate); only the CLI's credential files (``credentials``, found where the
-  user's variables put them) are *linked* in, so a logged-in CLI keeps working and
-  parallel rollouts never race on a rotated token;
-- the CLI's settings (``settings_file``) written into that HOME, the user's option
-  (``settings_option``) deep-merged over skilltune's defaults;
-- a minimal environment: PATH, HOME, LANG, TMPDIR, proxy and CA variables, and the
-  CLI's own endpoint and credential variables (ANTHROPIC_*, OPENAI_*, ...) less those
-  that would bring the user's own configuration in (``dropped_env_*``);
-- stdin closed, its own process group, killed as a group at the wall limit or
-  when its output stalls;
-- outcomes: an HTTP 429/529/503, auth, quota or network failure, or a crash before
-  the first model turn is ``infra_error`` (retried, never scored), never a task
-  failure (``failure_status``, a typed ``CLIFailure``).
+A CLI backend says how to call its CLI (``command``), how to read its events (``interpret``;
+``skill_loads``: how they show a skill load), and *declares* its plumbing: the user's variables
+it needs and those it must never see, the user's credential files, its settings document and the
+option that overrides it. This module does the rest the same way for all: a private HOME per
+rollout (the user's skills, settings and history never join the candidate) into which only the
+CLI's credential files are *linked* (a logged-in CLI keeps working; parallel rollouts never race
+on a rotated token); the CLI's settings written there, the user's ``settings_option`` deep-merged
+over skilltune's defaults; a minimal environment (PATH, HOME, LANG, TMPDIR, proxy and CA variables,
+the CLI's own endpoint and credential variables less ``dropped_env_*``); stdin closed, its own
+process group, killed as a group at the wall limit or when its output stalls; outcomes: an HTTP
+429/529/503, auth, quota or network failure, or a crash before the first model turn is
+``infra_error`` (retried, never scored), never a task failure (``failure_status``).
 """
 
 from __future__ import annotations
@@ -47,6 +40,7 @@ from skilltune.agents.base import (
     version_number,
 )
 from skilltune.agents.home import UserFile, deep_merge, render_settings
+from skilltune.agents.skillload import SkillLoads
 from skilltune.agents.transcript import parse_jsonl
 from skilltune.errors import SkilltuneWarning, UsageError
 from skilltune.modelcalls.prices import estimate_cost
@@ -147,11 +141,14 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
     settings_option: ClassVar[str | None] = None  # an option (a dict) deep-merged over default_settings
     tool_restriction: ClassVar[str | None] = None  # None: the CLI cannot restrict its tools
     seal_support: ClassVar[SealSupport] = "process"
+    skill_loads: ClassVar[SkillLoads | None] = None  # how its events show a skill load (None: they cannot)
+    loads_need_native = True  # a load decision exists only for a skill folder installed natively
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.settings_option is not None and cls.settings_option not in cls.Options.model_fields:
             raise TypeError(f"{cls.__name__}.settings_option {cls.settings_option!r} is not an option")
+        cls.reports_skill_loads = cls.skill_loads is not None
 
     def check(self) -> BackendCheck:
         found = super().check()
@@ -288,6 +285,7 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
             self.link_credentials(home)
             self.prepare_home(home, request)
             options = request.options
+            native = options.placement == "native" and self.skill_placed(request)  # before the agent runs
             argv = self.command(request, home)
             if request.sealed:
                 argv = self.sealed_command(argv, request, home)
@@ -311,6 +309,8 @@ class CLIBackend(AgentBackend[CLIOptionsT]):
             )
         events, noise = parse_jsonl(outcome.stdout_lines)
         result = self.interpret(events, outcome, request)
+        if self.skill_loads is not None:
+            self.skill_loads.record(result, events, request, native)
         result.log_tail = (outcome.stderr_tail + "\n".join(noise[-20:]))[-4000:]
         result.stalled = outcome.stalled
         saw_model_turn = bool(result.messages) or bool(result.turns)

@@ -56,6 +56,7 @@ from skilltune.agents.base import (
 )
 from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions
 from skilltune.agents.home import UserFile
+from skilltune.agents.skillload import CODEX
 from skilltune.agents.transcript import clip
 from skilltune.process import ProcessOutcome
 
@@ -125,6 +126,7 @@ def user_endpoint(environ: dict[str, str] | None = None) -> tuple[str | None, st
 class CodexAgent(CLIBackend[CodexOptions]):
     name = "codex"
     Options = CodexOptions
+    skill_loads = CODEX  # how its events show a skill load (agents/skillload.py)
     executable = "codex"
     long_prompt_via_stdin: ClassVar[bool] = True
     install_hint = "npm install -g @openai/codex (or `make agent-clis` in a checkout)"

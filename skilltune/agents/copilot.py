@@ -63,6 +63,7 @@ from pydantic import Field, field_validator
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile, user_home
+from skilltune.agents.skillload import COPILOT
 from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.process import ProcessOutcome
 
@@ -110,6 +111,7 @@ def byok() -> bool:
 class CopilotAgent(CLIBackend[CopilotOptions]):
     name = "copilot"
     Options = CopilotOptions
+    skill_loads = COPILOT  # how its events show a skill load (agents/skillload.py)
     executable: ClassVar[str] = "copilot"
     long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (

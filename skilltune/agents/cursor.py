@@ -44,6 +44,7 @@ from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.claude import interpret_stream
 from skilltune.agents.cli import ARG_BYTES, CLIBackend, CLIOptions, too_long_for_argv
 from skilltune.agents.home import UserFile
+from skilltune.agents.skillload import CURSOR
 from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 from skilltune.process import ProcessOutcome
@@ -74,6 +75,7 @@ class CursorOptions(CLIOptions):
 class CursorAgent(CLIBackend[CursorOptions]):
     name = "cursor"
     Options = CursorOptions
+    skill_loads = CURSOR  # how its events show a skill load (agents/skillload.py)
     executable: ClassVar[str] = "cursor-agent"
     install_hint: ClassVar[str] = (
         "cursor-agent is not on npm: install it from Cursor with `curl https://cursor.com/install -fsS | bash` "

@@ -18,34 +18,32 @@ the prompt (headless, stdout being a pipe); with ``--prompt`` as well it would s
 stdin, a blank line, then that text. ``-m`` is always given: without it gemini first asks
 a router model (a JSON side call) which model to use.
 
-Environment: the user's ``GEMINI_*`` / ``GOOGLE_*`` variables pass through
-(``GEMINI_API_KEY``, ``GOOGLE_GEMINI_BASE_URL``, Vertex and Code Assist variables),
-except those that would bring the user's own configuration in: ``GEMINI_CLI_HOME`` is
-set to the private HOME, ``GEMINI_SYSTEM_MD`` to ``false`` (a custom system prompt of
-the user's), the IDE-companion and trusted-folder variables are dropped.
-``GEMINI_CLI_NO_RELAUNCH`` keeps gemini in one process (it otherwise restarts itself
-with a larger heap, ~2 s per rollout). Only credential files are linked from the
+Environment: the user's ``GEMINI_*`` / ``GOOGLE_*`` variables pass through (``GEMINI_API_KEY``,
+``GOOGLE_GEMINI_BASE_URL``, Vertex and Code Assist variables), except those that would bring the
+user's own configuration in: ``GEMINI_CLI_HOME`` is set to the private HOME, ``GEMINI_SYSTEM_MD``
+to ``false`` (a custom system prompt of the user's), the IDE-companion and trusted-folder
+variables are dropped. ``GEMINI_CLI_NO_RELAUNCH`` keeps gemini in one process (it otherwise
+restarts itself with a larger heap, ~2 s per rollout). Only credential files are linked from the
 user's gemini home (``$GEMINI_CLI_HOME`` or ``$HOME``): ``.gemini/oauth_creds.json``,
-``google_accounts.json``, ``gemini-credentials.json`` (the file keychain),
-``.gemini/.env`` (where gemini's docs put ``GEMINI_API_KEY``) and gcloud's
-application-default credentials (Vertex AI); never settings.json, GEMINI.md, skills,
-policies or sessions.
+``google_accounts.json``, ``gemini-credentials.json`` (the file keychain), ``.gemini/.env`` (where
+gemini's docs put ``GEMINI_API_KEY``) and gcloud's application-default credentials (Vertex AI);
+never settings.json, GEMINI.md, skills, policies or sessions.
 
-Placement: ``native`` puts a skill folder in ``.gemini/skills/<name>/`` (listed in the
-system prompt; the model loads it with the ``activate_skill`` tool) and a single file
+Placement: ``native`` puts a skill folder in ``.gemini/skills/<name>/`` (listed in the system
+prompt; the model loads it with the ``activate_skill`` tool: the load decision) and a single file
 must be ``GEMINI.md`` (sent in the first user message); with ``tools`` restricted,
 ``activate_skill`` stays allowed when a skill folder is placed. ``system``: gemini has no
-append-to-system-prompt flag (``GEMINI_SYSTEM_MD`` *replaces* the whole built-in prompt,
-tools' rules included), so the skill goes into the private ``~/.gemini/GEMINI.md``,
-the global context file, which gemini puts into its system instruction.
+append-to-system-prompt flag (``GEMINI_SYSTEM_MD`` *replaces* the whole built-in prompt, tools'
+rules included), so the skill goes into the private ``~/.gemini/GEMINI.md``, the global context
+file, which gemini puts into its system instruction.
 
-Outcomes: exit 0 with a ``result`` of status ``success`` is ``ok``; the turn limit
-(exit 53, ``FatalTurnLimitedError``) and errors after the first model turn are
-``task_failed``; API errors exit with the HTTP status modulo 256 (429 -> 173, 503 ->
-247), which classifies them even when the message names no code; auth (exit 41),
-rate limits, overload, network errors, an empty answer (gemini: "a transient API
-issue") and anything before the first model turn are ``infra_error``. gemini reports tokens, not cost: the cost is estimated per model
-from the price table, output tokens including thinking tokens.
+Outcomes: exit 0 with a ``result`` of status ``success`` is ``ok``; the turn limit (exit 53,
+``FatalTurnLimitedError``) and errors after the first model turn are ``task_failed``; API errors
+exit with the HTTP status modulo 256 (429 -> 173, 503 -> 247), which classifies them even when the
+message names no code; auth (exit 41), rate limits, overload, network errors, an empty answer
+(gemini: "a transient API issue") and anything before the first model turn are ``infra_error``.
+gemini reports tokens, not cost: the cost is estimated per model from the price table, output
+tokens including thinking tokens.
 """
 
 from __future__ import annotations
@@ -62,6 +60,7 @@ from pydantic import Field, field_validator
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
 from skilltune.agents.home import UserFile
+from skilltune.agents.skillload import GEMINI
 from skilltune.agents.transcript import clip
 from skilltune.modelcalls.prices import estimate_cost
 from skilltune.process import ProcessOutcome
@@ -136,6 +135,7 @@ def thinking_config(model: str, effort: str) -> dict[str, Any]:
 class GeminiAgent(CLIBackend[GeminiOptions]):
     name = "gemini"
     Options = GeminiOptions
+    skill_loads = GEMINI  # how its events show a skill load (agents/skillload.py)
     executable = "gemini"
     long_prompt_via_stdin: ClassVar[bool] = True
     install_hint = "npm install -g @google/gemini-cli (or `make agent-clis` in a checkout)"

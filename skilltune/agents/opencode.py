@@ -5,10 +5,8 @@ One rollout runs, in the workspace, with stdin closed::
     opencode run --format json --title skilltune [--model P/M] [--variant EFFORT] [EXTRA...] -- PROMPT
 
 (a prompt over 100 kB goes to its stdin instead: ``opencode run`` reads a piped stdin as the
-message). opencode starts its tools (bash...) detached, in sessions of their own: the process
-runner kills them too, by the run's marker in their environment.
-
-with a private HOME whose XDG folders (config, data, cache, state) hold everything opencode
+message; it starts its tools detached, in sessions of their own: the process runner kills them
+too, by the run's marker in their environment), with a private HOME whose XDG folders (config, data, cache, state) hold everything opencode
 writes, and its whole configuration in ``OPENCODE_CONFIG_CONTENT`` (JSON). The user's
 ``opencode.json``, agents, commands, plugins, skills (``~/.config/opencode/skills``,
 ``~/.claude/skills``, ``~/.agents/skills``) and sessions never reach the agent; only the
@@ -69,6 +67,7 @@ from pydantic import Field, field_validator
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status
 from skilltune.agents.home import UserFile
+from skilltune.agents.skillload import OPENCODE
 from skilltune.agents.transcript import tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 from skilltune.process import ProcessOutcome
@@ -146,6 +145,7 @@ class OpencodeOptions(CLIOptions):
 class OpencodeAgent(CLIBackend[OpencodeOptions]):
     name = "opencode"
     Options = OpencodeOptions
+    skill_loads = OPENCODE  # how its events show a skill load (agents/skillload.py)
     executable: ClassVar[str] = "opencode"
     long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (

@@ -77,6 +77,7 @@ from pydantic import Field, NonNegativeInt
 from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
+from skilltune.agents.skillload import QWEN
 from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 from skilltune.process import ProcessOutcome
@@ -122,6 +123,7 @@ class QwenOptions(CLIOptions):
 class QwenAgent(CLIBackend[QwenOptions]):
     name = "qwen"
     Options = QwenOptions
+    skill_loads = QWEN  # how its events show a skill load (agents/skillload.py)
     executable: ClassVar[str] = "qwen"
     long_prompt_via_stdin: ClassVar[bool] = True
     install_hint: ClassVar[str] = (

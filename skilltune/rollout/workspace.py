@@ -250,8 +250,9 @@ def check_target(
     if suite is not None:
         names = [c.name for c in candidates if c is not None]
         problems += [p] if (p := check_catalogue(suite.catalogue, names, suite.root)) else []
+    loads = _load_problem(backend, options, candidates)
     for task in tasks:
-        problem = backend.task_problem(task) or _trigger_problem(backend, suite, task)
+        problem = backend.task_problem(task) or _trigger_problem(loads, suite, task)
         if problem:
             problems.append(f"{task_location(suite, task)}: task {task.id}: {problem}")
     if problems:
@@ -260,14 +261,27 @@ def check_target(
         raise UsageError(f"the {backend.name} agent cannot run this:\n{shown}{more}")
 
 
-def _trigger_problem(backend: AgentBackend, suite: Suite | None, task: Task) -> str | None:
-    """Why ``backend`` cannot run a trigger task: it cannot report whether it loaded the skill."""
-    if suite is None or backend.reports_skill_loads or suite.scoring_mode(task) != "trigger":
+def _load_problem(
+    backend: AgentBackend, options: AgentOptions, candidates: Sequence[Candidate | None]
+) -> str | None:
+    """Why ``backend`` cannot report whether the agent loaded a skill of ``candidates`` as placed
+    (None: it can, for each)."""
+    for candidate in candidates or [None]:
+        problem = backend.skill_load_problem(options, candidate)
+        if problem:
+            return problem
+    return None
+
+
+def _trigger_problem(load_problem: str | None, suite: Suite | None, task: Task) -> str | None:
+    """Why a trigger task cannot run: the backend cannot report the load decision (``load_problem``)."""
+    if suite is None or load_problem is None or suite.scoring_mode(task) != "trigger":
         return None
     return (
-        f"trigger mode scores whether the agent loaded the skill, and the {backend.name} backend cannot "
-        "report that (`skilltune agents` lists those that can: the mock today); run this suite with "
-        "--agent mock, or move its trigger tasks to a suite of their own"
+        f"trigger mode scores whether the agent loaded the skill, and {load_problem} (`skilltune agents` "
+        "lists the backends that report it: the mock, and each agent CLI with the skill folder placed "
+        "natively); run this suite with one (--agent mock, say), or move its trigger tasks to a suite of "
+        "their own"
     )
 
 

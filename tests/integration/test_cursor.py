@@ -23,6 +23,7 @@ import pytest
 from skilltune.agents import get_backend, parse_agent_options
 from skilltune.agents.base import AgentRequest
 from skilltune.agents.cursor import CursorAgent
+from skilltune.agents.skillload import LOADS_EVENT
 from skilltune.errors import UsageError
 from skilltune.suite import Task
 from tests.integration import common
@@ -95,7 +96,10 @@ def test_rollout_with_a_recorded_session(tmp_path: Path, stand_in: StandIn, reco
     assert any(m["role"] == "assistant" and m["content"].startswith("[tool call] ") for m in conversation)
     assert any(m["role"] == "tool" and common.FILE in m["content"] for m in conversation)
     events = [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
-    assert events[0]["subtype"] == "init" and events[-1]["type"] == "result"
+    assert events[0]["subtype"] == "init" and events[-2]["type"] == "result"
+    # the skill placed natively, never read by the recorded session: not loaded
+    assert events[-1] == {"type": LOADS_EVENT, "skill": "greeter", "loaded": [], "decision": False}
+    assert record.skill_loaded is False
     # what the stand-in saw: the headless form, the prompt after --, stdin closed, the skill in place
     seen = seen_by(log)
     assert seen["argv"][:6] == ["-p", "--force", "--trust", "--output-format", "stream-json", "--model"]
