@@ -239,12 +239,15 @@ def agents() -> None:
         if seal.sealed and backend.seal_support == "none":
             notes.append("this backend cannot run sealed")
         kind = rollout_sandbox(seal, backend.seal_support)
-        loads = "reported" if backend.reports_skill_loads else "no"
+        loads = (
+            "no" if not backend.reports_skill_loads else "native" if backend.loads_need_native else "reported"
+        )
         installed = "yes" if status.installed else "no"
         table.add_row(name, installed, status.version or "-", sealed[kind], loads, "; ".join(notes))
     out.print(table)
     out.print(
-        "skill loads: whether the backend reports if the agent loaded the skill (trigger tasks need it)"
+        "skill loads: whether the backend reports if the agent loaded the skill (trigger tasks need it); "
+        "native: with the skill folder placed natively (placement=native, the default), read from the CLI's events"
     )
     out.print(f"sandbox (--sandbox auto): {seal.describe()}")
 

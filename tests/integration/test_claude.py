@@ -205,7 +205,13 @@ def test_max_turns_exceeded_is_a_task_failure_and_is_scored(tmp_path: Path, endp
     assert "max turns" in (record.reason or "")
     assert record.score is not None and record.score.hard == 0
     assert (folder / "score.json").exists()
-    assert events_of(folder)[-1]["subtype"] == "error_max_turns"
+    *_, last, loads = events_of(folder)  # claude's last event, then skilltune's record of the skill loads
+    assert last["subtype"] == "error_max_turns" and loads == {
+        "type": "skilltune.skill_loads",
+        "skill": "greeter",
+        "loaded": [],
+        "decision": False,
+    }
 
 
 # --- (d) the private HOME --------------------------------------------------------------------------

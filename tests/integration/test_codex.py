@@ -121,7 +121,7 @@ def test_rollout_with_apply_patch_and_native_skill(tmp_path: Path, endpoint: Any
     assert {"role": "assistant", "content": f"[tool apply_patch] add {common.FILE}"} in conversation
     assert (folder / LAST_MESSAGE_FILE).read_text().strip() == common.FINAL
     kinds = [e.get("type") for e in map(json.loads, (folder / "events.jsonl").read_text().splitlines())]
-    assert kinds[0] == "thread.started" and kinds[-1] == "turn.completed"
+    assert kinds[0] == "thread.started" and kinds[-2:] == ["turn.completed", "skilltune.skill_loads"]
 
 
 def test_rollout_with_shell_tool_and_system_placement(tmp_path: Path, endpoint: Any) -> None:

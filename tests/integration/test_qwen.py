@@ -140,7 +140,7 @@ def test_rollout_with_write_file_and_native_skill(tmp_path: Path, endpoint: Any)
     )
     assert any(m["role"] == "tool" and m["content"].startswith("[write_file result]") for m in conversation)
     kinds = [json.loads(line)["type"] for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert kinds[0] == "system" and kinds[-1] == "result"
+    assert kinds[0] == "system" and kinds[-2:] == ["result", "skilltune.skill_loads"]
 
 
 @pytest.mark.parametrize("placement", ["system", "prepend"])
