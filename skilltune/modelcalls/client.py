@@ -207,6 +207,8 @@ class ModelClient:
             self.endpoint, self.endpoint.key(), params, self.settings.timeout_s, self._http
         )
         runnable = chatmodels.structured_runnable(model, schema) if schema is not None else model
+        if schema is None and request.tools:
+            runnable = model.bind_tools(list(request.tools))
         messages = chatmodels.messages_of(request, provider)
         partial = chatmodels.Partial()
         conn = Connection()
@@ -327,11 +329,14 @@ class ModelClient:
             {"type": "reply", "attempt": attempt, "model": partial.model or request.model, "finish": finish,
              "tokens_in": tokens_in, "tokens_out": tokens_out, "seconds": round(seconds, 3), "text": text}
             | ({"parsed": partial.parsed is not None} if schema is not None else {})
+            | ({"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in partial.calls]}
+               if schema is None and partial.calls else {})
         )  # fmt: skip
         return Reply(
             text=text, model=partial.model or request.model, finish=finish, tokens_in=tokens_in,
             tokens_out=tokens_out, usage_estimated=estimated, cost_usd=cost,
             seconds=round(time.monotonic() - t0, 3), attempts=attempt, failures=failures, events=events, notes=notes,
+            tool_calls=list(partial.calls) if schema is None and not outcome.cut else [],
         )  # fmt: skip
 
     def _structured_text(

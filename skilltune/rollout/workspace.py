@@ -214,8 +214,9 @@ def check_placement(candidate: Candidate | None, backend: AgentBackend, placemen
 
 
 def placed_prompts(candidate: Candidate | None, placement: Placement, task_prompt: str) -> PlacedSkill:
-    """The prompt and system prompt the agent gets for ``placement`` (the skill's files aside)."""
-    if candidate is None:
+    """The prompt and system prompt the agent gets for ``placement`` (the skill's files aside); with
+    ``tool`` the backend lists the skill and hands it over when asked (agents/loadtool.py)."""
+    if candidate is None or placement == "tool":
         return PlacedSkill(task_prompt, None)
     if placement == "system":
         return PlacedSkill(task_prompt, candidate.text)
@@ -266,7 +267,7 @@ def _trigger_problem(backend: AgentBackend, suite: Suite | None, task: Task) -> 
         return None
     return (
         f"trigger mode scores whether the agent loaded the skill, and the {backend.name} backend cannot "
-        "report that (`skilltune agents` lists those that can: the mock today); run this suite with "
+        "report that (`skilltune agents` lists those that can: the mock, openai, anthropic); run this suite with "
         "--agent mock, or move its trigger tasks to a suite of their own"
     )
 
