@@ -127,6 +127,8 @@ def test_the_model_decides_and_the_decision_is_scored(tmp_path: Path, agent: str
         out = run(server, tmp_path, agent, "--agent-opt", f"stream={str(stream).lower()}")
     first = server.requests[0]
     assert first.tools == ["load_skill"]
+    # said outright: llama-cpp-python's chatml-function-calling drops the tools without it
+    assert first.body["tool_choice"] == ({"type": "auto"} if agent == "anthropic" else "auto")
     system = first.body["system"] if agent == "anthropic" else first.body["messages"][0]["content"]
     system = system if isinstance(system, str) else json.dumps(system)
     assert "- release-notes: Writes release notes. Use when the user asks for a changelog." in system

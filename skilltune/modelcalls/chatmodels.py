@@ -123,6 +123,7 @@ def request_params(
         params["tool_choice"] = schema.__name__
     elif request.tools:  # offered: the model chooses whether to call one
         params["tools"] = [str(t.get("function", t).get("name", "")) for t in request.tools]
+        params["tool_choice"] = "auto"
     if provider == "anthropic":
         if request.stop:
             optional["stop_sequences"] = list(request.stop)

@@ -208,7 +208,8 @@ class ModelClient:
         )
         runnable = chatmodels.structured_runnable(model, schema) if schema is not None else model
         if schema is None and request.tools:
-            runnable = model.bind_tools(list(request.tools))
+            # "auto" said outright: llama-cpp-python's chatml-function-calling ignores tools without it
+            runnable = model.bind_tools(list(request.tools), tool_choice="auto")
         messages = chatmodels.messages_of(request, provider)
         partial = chatmodels.Partial()
         conn = Connection()
