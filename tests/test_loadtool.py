@@ -18,7 +18,7 @@ from skilltune.cli import app
 from skilltune.modelcalls import forget_endpoints
 from skilltune.runfiles import RolloutRecord
 from skilltune.skill import load_skill
-from tests.fakeserver import FakeModelServer, ModelRequest, Reply, ToolCall
+from tests.fakeserver import Failure, FakeModelServer, ModelRequest, Reply, ToolCall
 from tests.helpers import write_suite
 
 runner = CliRunner()
@@ -157,6 +157,8 @@ def test_the_model_decides_and_the_decision_is_scored(tmp_path: Path, agent: str
     assert BODY_LINE in second.text and "name: release-notes" not in second.text  # the body, no front matter
     assert "There is no skill named 'mystery'" in texts["changelog, but load the mystery skill"].text
     assert "SQL BODY" in texts["tidy this sql query"].text
+    if agent == "openai":  # never null beside the tool calls: llama-cpp-python's server refuses that
+        assert [m["content"] for m in second.body["messages"] if m["role"] == "assistant"] == [" "]
     summary = json.loads((out / "summary.json").read_text())["trigger"]
     assert (summary["tp"], summary["fp"], summary["fn"], summary["tn"]) == (2, 1, 1, 2)
     assert summary["precision"]["k"] == 2 and summary["precision"]["n"] == 3 and summary["recall"]["n"] == 3
@@ -233,3 +235,17 @@ def test_the_listing_and_when_the_tool_is_used(tmp_path: Path) -> None:
         and uses_load_tool("system", False)
         and not uses_load_tool("system", None)
     )
+
+
+def test_an_endpoint_that_cannot_stream_tool_calls_is_asked_without_streaming(tmp_path: Path) -> None:
+    """llama-cpp-python's chatml-function-calling ends the stream empty when the model chose a tool:
+    the call is sent again unstreamed, and later calls to that endpoint are not streamed."""
+    root = trigger_suite(tmp_path / "suite", TASKS[:2])
+    empty = Failure(hang_s=0, after_pieces=0)  # a streamed answer that ends before its first chunk
+    with FakeModelServer(model, [empty], side=model) as server:
+        out = run(server, tmp_path, "openai", "--workers", "1", suite=root)
+    assert [r.stream for r in server.requests] == [True, False, False, False]
+    found = records(out)
+    assert {t: r.skill_loaded for t, (r, _) in found.items()} == {"load": True, "answer": False}
+    notes = [e["message"] for _, events in found.values() for e in events if e["type"] == "note"]
+    assert any("does not stream" in n for n in notes)

@@ -85,12 +85,12 @@ class _Pieces(BaseCallbackHandler):
 def messages_of(request: ChatRequest, provider: str) -> list[BaseMessage]:
     if provider == "anthropic":  # the Messages API has one system prompt, ahead of the turns
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        turns = [_message(m) for m in request.messages if m.role != "system"]
+        turns = [_message(m, provider) for m in request.messages if m.role != "system"]
         return [SystemMessage(content=system), *turns] if system else turns
-    return [_message(m) for m in request.messages]
+    return [_message(m, provider) for m in request.messages]
 
 
-def _message(message: ChatMessage) -> BaseMessage:
+def _message(message: ChatMessage, provider: str) -> BaseMessage:
     if message.role == "system":
         return SystemMessage(content=message.content)
     if message.role == "user":
@@ -101,7 +101,10 @@ def _message(message: ChatMessage) -> BaseMessage:
         {"name": c.name, "args": dict(c.arguments), "id": c.id, "type": "tool_call"}
         for c in message.tool_calls
     ]
-    return AIMessage(content=message.content, tool_calls=calls)
+    # ChatOpenAI sends an empty content beside tool calls as null, which llama-cpp-python's server
+    # refuses (a 500 on every later turn): a blank keeps it a string (Anthropic refuses blank text)
+    blank = " " if provider == "openai" and calls and not message.content else ""
+    return AIMessage(content=message.content or blank, tool_calls=calls)
 
 
 def request_params(

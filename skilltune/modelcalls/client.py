@@ -34,6 +34,7 @@ _S = TypeVar("_S", bound=BaseModel)
 _POLL_S = 0.05
 _BACKOFF_CAP_S = 30.0
 _PARAM_FIXES = 3  # a call adapts to refused parameters at most this often (not counted as retries)
+_EMPTY_STREAM = "No generations found in stream"  # LangChain's word for a stream with no answer in it
 _LEARNABLE = ("stream_options", "parallel_tool_calls")  # parameters left out once an endpoint refuses them
 
 
@@ -230,6 +231,18 @@ class ModelClient:
             raise ended.error  # LangChain or the SDK refused the call before sending it: a bug of ours
         if ended.error is not None and conn.unstreamed:
             reason = "the endpoint answered stream=true with one JSON object (it does not stream)"
+            return _Outcome(partial, CallFailure("server_error", reason, ignored="stream"))
+        if (
+            ended.error is not None
+            and request.tools
+            and params["stream"]
+            and _EMPTY_STREAM in str(ended.error)
+        ):
+            # llama-cpp-python cannot stream a tool call the model chose (tool_choice auto): it ends
+            # the stream empty; unstreamed it answers
+            reason = (
+                "the endpoint sent an empty stream to a request offering tools (it cannot stream tool calls)"
+            )
             return _Outcome(partial, CallFailure("server_error", reason, ignored="stream"))
         if ended.error is not None:
             return _Outcome(partial, chatmodels.failure_of(ended.error, provider))
