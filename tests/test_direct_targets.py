@@ -342,8 +342,8 @@ def test_options_a_chat_call_cannot_honour_are_refused(tmp_path: Path, skills: d
     suite = router_suite(tmp_path / "suite")
     cases = {
         "placement=native": "reads no skill folder",
-        "tools=Read": "no tools",
-        "max_turns=3": "no tools, turns",
+        "tools=Read": "no agent tools",
+        "effort=high": "its one tool is load_skill",
         "bogus=1": "unknown agent option 'bogus'",
     }
     for option, message in cases.items():

@@ -17,7 +17,9 @@ from skilltune.skill import Candidate
 from skilltune.suite.model import Task
 
 AgentStatus = Literal["ok", "task_failed", "timeout", "infra_error"]
-Placement = Literal["native", "system", "prepend"]
+# native: where the agent discovers skills; system: the system prompt; prepend: before the task;
+# tool: listed with the catalogue and loaded through a tool on demand (the direct chat targets only).
+Placement = Literal["native", "system", "prepend", "tool"]
 SealSupport = Literal["process", "inert", "none"]
 
 
@@ -33,6 +35,19 @@ class AgentOptions(BaseModel):
     tools: list[str] | None = Field(default=None, description="restrict the agent's tools (difficulty lever)")
     placement: Placement = "native"
     extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("placement")
+    @classmethod
+    def _tool_placement(cls, value: Placement) -> Placement:
+        if value == "tool" and not cls.offers_load_tool:
+            raise ValueError(
+                "placement=tool (the skills listed and a load_skill tool) is for the direct chat targets "
+                "(--agent openai, anthropic); an agent CLI loads skills itself with placement=native"
+            )
+        return value
+
+    # True for the options of a backend that can offer the skill through a load_skill tool.
+    offers_load_tool: ClassVar[bool] = False
 
 
 # A backend's options type (its ``Options`` model): what its methods take, typed per backend. Code
@@ -71,6 +86,8 @@ class AgentRequest(BaseModel, Generic[OptionsT]):
     # The suite's other skills (skilltune/suite/catalogue.py), installed beside the candidate: a CLI
     # finds them in its workspace (placement native); a backend that lists skills itself reads them here.
     catalogue: tuple[Candidate, ...] = ()
+    # The skill being tuned (None: the no-skill arm), for a backend that lists it itself (placement tool).
+    candidate: Candidate | None = None
     options: OptionsT
 
     @field_validator("options")

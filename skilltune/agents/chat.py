@@ -2,7 +2,10 @@
 
 A rollout is one bounded model call (skilltune.modelcalls): the skill is the system prompt
 (placement ``system``, the default) or goes in front of the task (``prepend``); ``native``
-is refused (a chat call reads no skill folder). The task prompt is the user message and the
+is refused (a chat call reads no skill folder). With ``tool``, and for every task that carries
+``should_trigger`` whatever the placement, the skills are listed and the model loads one through
+a ``load_skill`` tool if it chooses (a short conversation: agents/loadtool.py); the result says
+whether it loaded the candidate (``skill_loaded``), so trigger tasks run here. The task prompt is the user message and the
 reply is the output scorers read, also written to the workspace as the task's
 ``output_file`` when it names one, so command and rubric scorers work. A task with ``files``
 is refused unless it sets ``inline_files: true``: its text files are then put into the user
@@ -36,6 +39,7 @@ from skilltune.agents.base import (
     Placement,
     SealSupport,
 )
+from skilltune.agents.loadtool import DEFAULT_TURNS, LOAD_TOOL, converse, skills_prompt, uses_load_tool
 from skilltune.errors import UsageError
 from skilltune.modelcalls import (
     CallCancelled,
@@ -45,6 +49,7 @@ from skilltune.modelcalls import (
     ModelCallError,
     ModelClient,
     Provider,
+    Reply,
     resolve_endpoint,
 )
 from skilltune.modelcalls.settings import BASE_URL_ENV, DEFAULT_BASE_URL, KEY_ENV
@@ -64,7 +69,15 @@ class ChatOptions(AgentOptions, CallSettings):
     """``--agent-opt`` keys of a direct chat target: the endpoint, sampling, and the call limits of
     skilltune.modelcalls. Options of the CLI backends that a chat call cannot honour are refused."""
 
-    placement: Placement = "system"
+    placement: Placement = Field(
+        default="system",
+        description="system, prepend, or tool (the skills listed and a load_skill tool: the model decides)",
+    )
+    max_turns: PositiveInt | None = Field(
+        default=None,
+        description=f"model calls of a rollout that offers the load_skill tool (default {DEFAULT_TURNS})",
+    )
+    offers_load_tool: ClassVar[bool] = True
     base_url: str | None = Field(
         default=None, description="default: the provider's *_BASE_URL variable, else its host"
     )
@@ -79,16 +92,18 @@ class ChatOptions(AgentOptions, CallSettings):
     def _placement(cls, value: Placement) -> Placement:
         if value == "native":
             raise ValueError(
-                "a chat call reads no skill folder or instruction file: use placement=system (the default) or prepend"
+                "a chat call reads no skill folder or instruction file: use placement=system (the default), "
+                "prepend, or tool (the model loads the skill through a load_skill tool)"
             )
         return value
 
-    @field_validator("tools", "max_turns", "effort", mode="before")
+    @field_validator("tools", "effort", mode="before")
     @classmethod
     def _agent_only(cls, value: Any) -> Any:
         if value is not None:
             raise ValueError(
-                "a chat call is one model answer: it has no tools, turns or effort setting; drop it"
+                "a chat call has no agent tools or effort setting (its one tool is load_skill, with "
+                "placement=tool); drop it"
             )
         return value
 
@@ -110,7 +125,8 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
     Options: ClassVar[type[AgentOptions]] = ChatOptions
     native_files: ClassVar[tuple[str, ...]] = ()
     runs_in_process: ClassVar[bool] = True
-    seal_support: ClassVar[SealSupport] = "inert"  # one model call, no tools, no process
+    seal_support: ClassVar[SealSupport] = "inert"  # model calls only: no process, no file touched
+    reports_skill_loads: ClassVar[bool] = True  # trigger tasks run with the load_skill tool
     model_env: ClassVar[str]
 
     def __init__(self) -> None:
@@ -127,7 +143,9 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
         notes = [
             f"no CLI: one chat call per rollout to base_url (now {base}), key from api_key_env "
             f"(default ${KEY_ENV[self.provider]}), model from model= or ${self.model_env}",
-            f"no tools, no native placement; tasks with files need {INLINE_FIELD}: true",
+            "no native placement; placement=tool (and every trigger task) lists the skills and offers a "
+            "load_skill tool: the model decides whether to load the skill",
+            f"tasks with files need {INLINE_FIELD}: true",
         ]
         return BackendCheck(
             name=self.name, installed=True, version=f"built-in (httpx2 {httpx2.__version__})", notes=notes
@@ -169,7 +187,9 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
     # --- one rollout ---------------------------------------------------------------------------
     def run(self, request: AgentRequest[ChatOptionsT]) -> AgentResult:
         options = request.options
-        prompt = self._user_message(request)
+        if uses_load_tool(options.placement, request.task.should_trigger):
+            return self._run_with_tool(request)
+        prompt = self._user_message(request, request.prompt)
         chat = ChatRequest(
             messages=(
                 *((ChatMessage("system", request.system_prompt),) if request.system_prompt else ()),
@@ -193,11 +213,7 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
                 model=chat.model,
                 final=not exc.retryable,
             )
-        target = request.task.field(OUTPUT_FIELD)
-        if target is not None:
-            path = request.workspace / str(target)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(reply.text, encoding="utf-8")
+        self._write_output(request, reply.text)
         cut = reply.finish == "length"
         return AgentResult(
             status="task_failed" if cut else "ok",
@@ -214,20 +230,83 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
             turns=1,
         )
 
+    def _run_with_tool(self, request: AgentRequest[ChatOptionsT]) -> AgentResult:
+        """The skills listed, a load_skill tool offered, the conversation to the model's answer."""
+        options = request.options
+        skills = [*((request.candidate,) if request.candidate is not None else ()), *request.catalogue]
+        user = ChatMessage("user", self._user_message(request, request.task.prompt))
+        chat = ChatRequest(
+            messages=(ChatMessage("system", skills_prompt(skills)), user) if skills else (user,),
+            model=self._model(options),
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            seed=self.seed_for(request),
+            stop=tuple(options.stop),
+            tools=(LOAD_TOOL,) if skills else (),
+        )
+        client = self._client(options)
+        try:
+            talk = converse(
+                lambda r: client.chat(r, cancel=interrupted), chat, skills, options.max_turns or DEFAULT_TURNS
+            )
+        except CallCancelled:
+            raise RolloutInterrupted from None
+        except ModelCallError as exc:
+            return AgentResult(
+                status="infra_error",
+                reason=str(exc),
+                events=exc.events,
+                model=chat.model,
+                final=not exc.retryable,
+            )
+        reply = talk.final
+        self._write_output(request, reply.text)
+        replies = talk.replies
+        reason = None
+        if talk.pending:
+            reason = (
+                f"the model still called {LOAD_TOOL['function']['name']} after max_turns={len(replies)} calls"
+            )
+        elif reply.finish == "length":
+            reason = f"the reply reached max_tokens={options.max_tokens}"
+        costs = [r.cost_usd for r in replies]
+        return AgentResult(
+            status="task_failed" if reason else "ok",
+            reason=reason,
+            final_text=reply.text,
+            events=talk.events,
+            messages=[Message(role="assistant", content=_said(r)) for r in replies],
+            log_tail="\n".join(n for r in replies for n in r.notes),
+            model=reply.model,
+            tokens_in=_total([r.tokens_in for r in replies]),
+            tokens_out=_total([r.tokens_out for r in replies]),
+            cost_usd=None if None in costs else sum(c for c in costs if c is not None),
+            cost_estimated=None not in costs,
+            turns=len(replies),
+            skill_loaded=request.candidate is not None and request.candidate.name in talk.loaded,
+        )
+
+    def _write_output(self, request: AgentRequest[ChatOptionsT], text: str) -> None:
+        target = request.task.field(OUTPUT_FIELD)
+        if target is not None:
+            path = request.workspace / str(target)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
     def seed_for(self, request: AgentRequest[ChatOptionsT]) -> int | None:
         """The sampling seed of this replicate (None: none is sent). Backends whose API has one
         override this."""
         return None
 
-    def _user_message(self, request: AgentRequest[ChatOptionsT]) -> str:
+    def _user_message(self, request: AgentRequest[ChatOptionsT], prompt: str) -> str:
         if request.task.field(INLINE_FIELD) is not True:
             if _has_files(request.workspace):  # a Python env prepared a workspace the model cannot see
                 raise UsageError(
                     f"task {request.task.id}: its workspace holds files the {self.name} target cannot open; "
                     f'set "{INLINE_FIELD}": true on the task to put their text into the prompt'
                 )
-            return request.prompt
-        return request.prompt + inline_files(request.workspace)
+            return prompt
+        return prompt + inline_files(request.workspace)
 
     def _model(self, options: ChatOptionsT) -> str:
         model = options.model or os.environ.get(self.model_env)
@@ -252,6 +331,18 @@ def derived_seed(*parts: object) -> int:
     """A 31-bit seed from ``parts`` (the same parts give the same seed on any machine)."""
     digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
     return int(digest[:8], 16) & 0x7FFFFFFF
+
+
+def _total(counts: list[int | None]) -> int | None:
+    return None if None in counts else sum(c for c in counts if c is not None)
+
+
+def _said(reply: Reply) -> str:
+    """An assistant turn as the conversation shows it: its text, then its tool calls."""
+    calls = [
+        f"[{c.name}({', '.join(f'{k}={v!r}' for k, v in c.arguments.items())})]" for c in reply.tool_calls
+    ]
+    return "\n".join([reply.text, *calls] if reply.text else calls)
 
 
 def _unsafe_path(value: Any) -> bool:

@@ -70,8 +70,12 @@ Public API::
   do not validate (``Reply.text`` is then the arguments as JSON); ``Reply.notes`` says which.
   A server that streams the tool's name in every piece (llama-cpp-python) is read all the same.
 - ``ChatRequest(messages=(ChatMessage(role, content), ...), model, max_tokens, temperature,
-  seed, stop, extra)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra`` holds more
+  seed, stop, extra, tools)``; ``ChatRequest.of(prompt, system=..., ...)``. ``extra`` holds more
   request fields sent as they are (``response_format`` for JSON output, ``top_p``...).
+  ``tools`` offers functions (OpenAI's function form, sent in each API's own) that the model may
+  call: ``Reply.tool_calls`` holds its calls (``ToolCall(id, name, arguments)``); the caller
+  sends them back as an ``assistant`` ChatMessage with ``tool_calls`` and one ``tool`` message
+  (``tool_call_id``) per result, and asks again (the direct targets' ``load_skill`` tool).
 - ``ModelCallError`` (a SkilltuneError, exit 3): ``kind`` (rate_limited, server_error, network,
   timeout, auth, not_found, bad_request, budget), ``status``, ``retryable``, ``attempts``,
   ``events``. ``CallCancelled``: the cancel check fired (``events`` so far).
@@ -105,6 +109,7 @@ from skilltune.modelcalls.settings import (
     Provider,
     Reply,
     TokenParam,
+    ToolCall,
     resolve_endpoint,
 )
 
@@ -119,6 +124,7 @@ __all__ = [
     "Provider",
     "Reply",
     "TokenParam",
+    "ToolCall",
     "forget_endpoints",
     "resolve_endpoint",
 ]

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from skilltune.modelcalls.failures import CallFailure, answer_error, error_text, http_failure
-from skilltune.modelcalls.settings import ChatRequest, Endpoint
+from skilltune.modelcalls.settings import ChatMessage, ChatRequest, Endpoint, ToolCall
 from skilltune.modelcalls.transport import NO_KEY
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
@@ -41,6 +41,7 @@ class Partial:
     tokens_in: int | None = None
     tokens_out: int | None = None
     tool_args: dict[str, Any] | None = None  # structured: the arguments of the tool call
+    calls: list[ToolCall] = field(default_factory=list)  # every tool call of the answer
     parsed: BaseModel | None = None
     parse_error: str | None = None
     cut: bool = False  # the stream went past the limit and the client closed it
@@ -82,16 +83,28 @@ class _Pieces(BaseCallbackHandler):
 
 
 def messages_of(request: ChatRequest, provider: str) -> list[BaseMessage]:
-    kinds: dict[str, type[BaseMessage]] = {
-        "system": SystemMessage,
-        "user": HumanMessage,
-        "assistant": AIMessage,
-    }
     if provider == "anthropic":  # the Messages API has one system prompt, ahead of the turns
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        turns = [kinds[m.role](content=m.content) for m in request.messages if m.role != "system"]
+        turns = [_message(m, provider) for m in request.messages if m.role != "system"]
         return [SystemMessage(content=system), *turns] if system else turns
-    return [kinds[m.role](content=m.content) for m in request.messages]
+    return [_message(m, provider) for m in request.messages]
+
+
+def _message(message: ChatMessage, provider: str) -> BaseMessage:
+    if message.role == "system":
+        return SystemMessage(content=message.content)
+    if message.role == "user":
+        return HumanMessage(content=message.content)
+    if message.role == "tool":
+        return ToolMessage(content=message.content, tool_call_id=message.tool_call_id or "")
+    calls = [
+        {"name": c.name, "args": dict(c.arguments), "id": c.id, "type": "tool_call"}
+        for c in message.tool_calls
+    ]
+    # ChatOpenAI sends an empty content beside tool calls as null, which llama-cpp-python's server
+    # refuses (a 500 on every later turn): a blank keeps it a string (Anthropic refuses blank text)
+    blank = " " if provider == "openai" and calls and not message.content else ""
+    return AIMessage(content=message.content or blank, tool_calls=calls)
 
 
 def request_params(
@@ -111,6 +124,9 @@ def request_params(
     if schema is not None:  # with_structured_output forces the one tool
         params["tools"] = [schema.__name__]
         params["tool_choice"] = schema.__name__
+    elif request.tools:  # offered: the model chooses whether to call one
+        params["tools"] = [str(t.get("function", t).get("name", "")) for t in request.tools]
+        params["tool_choice"] = "auto"
     if provider == "anthropic":
         if request.stop:
             optional["stop_sequences"] = list(request.stop)
@@ -241,6 +257,10 @@ def _read(message: BaseMessage, partial: Partial) -> None:
     partial.model = model if isinstance(model, str) and model else None
     calls = getattr(message, "tool_calls", None) or []
     partial.tool_args = dict(calls[0]["args"]) if calls else None
+    partial.calls = [
+        ToolCall(str(c.get("id") or f"call_{i}"), str(c.get("name") or ""), dict(c.get("args") or {}))
+        for i, c in enumerate(calls)
+    ]
     invalid = getattr(message, "invalid_tool_calls", None) or []
     if not calls and invalid and not partial.text[0]:
         # arguments that are not JSON (cut at the token limit, say) are the answer's only text: the

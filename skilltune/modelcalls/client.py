@@ -34,6 +34,7 @@ _S = TypeVar("_S", bound=BaseModel)
 _POLL_S = 0.05
 _BACKOFF_CAP_S = 30.0
 _PARAM_FIXES = 3  # a call adapts to refused parameters at most this often (not counted as retries)
+_EMPTY_STREAM = "No generations found in stream"  # LangChain's word for a stream with no answer in it
 _LEARNABLE = ("stream_options", "parallel_tool_calls")  # parameters left out once an endpoint refuses them
 
 
@@ -207,6 +208,9 @@ class ModelClient:
             self.endpoint, self.endpoint.key(), params, self.settings.timeout_s, self._http
         )
         runnable = chatmodels.structured_runnable(model, schema) if schema is not None else model
+        if schema is None and request.tools:
+            # "auto" said outright: llama-cpp-python's chatml-function-calling ignores tools without it
+            runnable = model.bind_tools(list(request.tools), tool_choice="auto")
         messages = chatmodels.messages_of(request, provider)
         partial = chatmodels.Partial()
         conn = Connection()
@@ -227,6 +231,18 @@ class ModelClient:
             raise ended.error  # LangChain or the SDK refused the call before sending it: a bug of ours
         if ended.error is not None and conn.unstreamed:
             reason = "the endpoint answered stream=true with one JSON object (it does not stream)"
+            return _Outcome(partial, CallFailure("server_error", reason, ignored="stream"))
+        if (
+            ended.error is not None
+            and request.tools
+            and params["stream"]
+            and _EMPTY_STREAM in str(ended.error)
+        ):
+            # llama-cpp-python cannot stream a tool call the model chose (tool_choice auto): it ends
+            # the stream empty; unstreamed it answers
+            reason = (
+                "the endpoint sent an empty stream to a request offering tools (it cannot stream tool calls)"
+            )
             return _Outcome(partial, CallFailure("server_error", reason, ignored="stream"))
         if ended.error is not None:
             return _Outcome(partial, chatmodels.failure_of(ended.error, provider))
@@ -327,11 +343,14 @@ class ModelClient:
             {"type": "reply", "attempt": attempt, "model": partial.model or request.model, "finish": finish,
              "tokens_in": tokens_in, "tokens_out": tokens_out, "seconds": round(seconds, 3), "text": text}
             | ({"parsed": partial.parsed is not None} if schema is not None else {})
+            | ({"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in partial.calls]}
+               if schema is None and partial.calls else {})
         )  # fmt: skip
         return Reply(
             text=text, model=partial.model or request.model, finish=finish, tokens_in=tokens_in,
             tokens_out=tokens_out, usage_estimated=estimated, cost_usd=cost,
             seconds=round(time.monotonic() - t0, 3), attempts=attempt, failures=failures, events=events, notes=notes,
+            tool_calls=list(partial.calls) if schema is None and not outcome.cut else [],
         )  # fmt: skip
 
     def _structured_text(

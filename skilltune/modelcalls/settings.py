@@ -126,9 +126,24 @@ def resolve_endpoint(
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A tool call of the model's: its id (echoed in the tool's result), the tool's name and its
+    arguments (an empty dict when they were not a JSON object)."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ChatMessage:
-    role: Literal["system", "user", "assistant"]
+    """One message. An ``assistant`` message may carry the tool calls it made (``tool_calls``); a
+    ``tool`` message is the result of one of them (``tool_call_id``)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,7 +151,9 @@ class ChatRequest:
     """One chat completion: the messages, the model and its sampling; ``max_tokens`` is required
     (every call is bounded). ``seed`` and ``stop`` are sent where the wire format has them.
     ``extra``: more request fields, sent as they are (``response_format``, ``top_p``...); they
-    cannot replace the token limit, the stream switch or the messages."""
+    cannot replace the token limit, the stream switch or the messages. ``tools``: functions the
+    model may call (OpenAI's ``{"type": "function", "function": {name, description, parameters}}``,
+    sent in each API's own form; the model chooses whether to call one: ``Reply.tool_calls``)."""
 
     messages: tuple[ChatMessage, ...]
     model: str
@@ -145,6 +162,7 @@ class ChatRequest:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    tools: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
     def of(cls, prompt: str, *, system: str | None = None, **fields: Any) -> ChatRequest:
@@ -165,7 +183,8 @@ class Reply:
     endpoint's counts (``usage_estimated`` when it sent none and they were counted or estimated);
     ``cost_usd`` comes from the price table (None for a model it does not know). ``events`` says what
     happened, attempt by attempt (request parameters, errors, retries, the reply), without the key;
-    ``failures`` the reason of each failed attempt.
+    ``failures`` the reason of each failed attempt. ``tool_calls``: the calls the model made to the
+    request's ``tools`` (finish ``tool_calls``).
     """
 
     text: str
@@ -180,6 +199,7 @@ class Reply:
     failures: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 ErrorKind = Literal[

@@ -287,6 +287,7 @@ class RolloutRunner:
             attempt=attempt,
             sealed=self.sandbox == "bwrap",
             catalogue=catalogue,
+            candidate=job.candidate,
             options=self.options,
         )
         return self.backend.run(request), placed.prompt

@@ -214,8 +214,9 @@ def check_placement(candidate: Candidate | None, backend: AgentBackend, placemen
 
 
 def placed_prompts(candidate: Candidate | None, placement: Placement, task_prompt: str) -> PlacedSkill:
-    """The prompt and system prompt the agent gets for ``placement`` (the skill's files aside)."""
-    if candidate is None:
+    """The prompt and system prompt the agent gets for ``placement`` (the skill's files aside); with
+    ``tool`` the backend lists the skill and hands it over when asked (agents/loadtool.py)."""
+    if candidate is None or placement == "tool":
         return PlacedSkill(task_prompt, None)
     if placement == "system":
         return PlacedSkill(task_prompt, candidate.text)
@@ -279,8 +280,8 @@ def _trigger_problem(load_problem: str | None, suite: Suite | None, task: Task) 
         return None
     return (
         f"trigger mode scores whether the agent loaded the skill, and {load_problem} (`skilltune agents` "
-        "lists the backends that report it: the mock, and each agent CLI with the skill folder placed "
-        "natively); run this suite with one (--agent mock, say), or move its trigger tasks to a suite of "
+        "lists the backends that report it: the mock, openai and anthropic, and each agent "
+        "CLI with the skill folder placed natively); run this suite with one (--agent mock, say), or move its trigger tasks to a suite of "
         "their own"
     )
 
