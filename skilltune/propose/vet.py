@@ -26,12 +26,12 @@ REPAIR_LINES = 200  # lines offered to copy: a skill longer than this is shown i
 
 
 def _ids(packet: EvidencePacket) -> tuple[set[str], dict[str, list[str]]]:
-    """The trajectory ids of the packet, and each task id's trajectory ids."""
-    shown = [t for t in (*packet.failures, *packet.successes)]
+    """The trajectory ids of the packet (its trigger requests' too), and each task id's."""
+    shown = [(t.id, t.task_id) for t in (*packet.failures, *packet.successes, *packet.triggers)]
     by_task: dict[str, list[str]] = {}
-    for t in shown:
-        by_task.setdefault(t.task_id, []).append(t.id)
-    return {t.id for t in shown}, by_task
+    for trajectory_id, task_id in dict.fromkeys(shown):
+        by_task.setdefault(task_id, []).append(trajectory_id)
+    return {i for i, _ in shown}, by_task
 
 
 def cited(edit: Edit, packet: EvidencePacket) -> list[str]:
