@@ -14,7 +14,7 @@ rule appended to the skill, the most frequent first.
 
 A step that tunes the description (``--component description``) gets one ``description`` edit
 from the train requests the skill missed and those it wrongly triggered on
-(``propose.describe.rewrite_description``).
+(``propose.describe.rewrite_description``); one the gate already rejected is not proposed again.
 """
 
 from __future__ import annotations
@@ -162,6 +162,8 @@ class MockProposer(Proposer):
         found = None
         if isinstance(description, str):
             found = rewrite_description(description, packet.triggers, front.body)
+        if found is not None and _norm(found[0]) in {_norm(r.text) for r in packet.rejected}:
+            found = None  # the gate already rejected it
         edits = []
         if found is not None:
             text, support = found
