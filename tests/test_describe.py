@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -28,7 +29,7 @@ from tests.helpers import REPO, quiet, rule_task, write_skill, write_suite
 DEMO = REPO / "examples" / "trigger-demo"
 NULL = REPO / "examples" / "trigger-null"
 SEED = "Writes release notes from merged pull requests. Use when the user asks for release notes."
-DEMO_SETTINGS = {"agent": "mock", "proposer": "mock", "component": "description", "batch": 29}
+DEMO_SETTINGS: dict[str, Any] = {"agent": "mock", "proposer": "mock", "component": "description", "batch": 29}
 DEMO_GATE = {"harm_tolerance": 2}
 
 
@@ -101,11 +102,11 @@ def test_the_description_edit_replaces_the_description_and_nothing_else(tmp_path
     assert "one description" in merged.dropped[0]["reason"]
 
 
-def _packet(component: str, edits_for: list[TriggerCase]) -> EvidencePacket:
+def _packet(component: Literal["body", "description"], edits_for: list[TriggerCase]) -> EvidencePacket:
     skill = "---\nname: notes\ndescription: Writes notes. Use when asked for notes.\n---\n# Body\n"
     return EvidencePacket(
         step=1, mode="patch", skill_files={"SKILL.md": skill}, skill_main="SKILL.md", failures=[], successes=[],
-        component=component, triggers=edits_for,  # type: ignore[arg-type]
+        component=component, triggers=edits_for,
     )  # fmt: skip
 
 
@@ -161,7 +162,7 @@ def _demo_run(tmp_path: Path, suite: Path, tag: str) -> Path:
 def test_the_trigger_demo_raises_held_out_accuracy_and_its_null_twin_keeps_nothing(tmp_path: Path) -> None:
     run = _demo_run(tmp_path, DEMO / "suite", "demo")
     pair = Comparison.read(run / "comparison.json").pairs[0]
-    assert pair.verdict == "b_better" and pair.ci95[0] > 0, pair
+    assert pair.verdict == "b_better" and pair.ci95 is not None and pair.ci95[0] > 0, pair
     assert json.loads((run / "config.json").read_text())["component"] == "description"
     assert not list(run.glob("epochs/*"))  # no slow update: it writes the body
     kept = [json.loads(p.read_text()) for p in sorted(run.glob("steps/*/step.json"))]

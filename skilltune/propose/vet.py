@@ -27,7 +27,8 @@ REPAIR_LINES = 200  # lines offered to copy: a skill longer than this is shown i
 
 def _ids(packet: EvidencePacket) -> tuple[set[str], dict[str, list[str]]]:
     """The trajectory ids of the packet (its trigger requests' too), and each task id's."""
-    shown = [(t.id, t.task_id) for t in (*packet.failures, *packet.successes, *packet.triggers)]
+    shown = [(t.id, t.task_id) for t in (*packet.failures, *packet.successes)]
+    shown += [(c.id, c.task_id) for c in packet.triggers]
     by_task: dict[str, list[str]] = {}
     for trajectory_id, task_id in dict.fromkeys(shown):
         by_task.setdefault(task_id, []).append(trajectory_id)
