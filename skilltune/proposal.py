@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skilltune.textfmt import one_line
 
-EditOp = Literal["append", "insert_after", "replace", "delete"]
+EditOp = Literal["append", "insert_after", "replace", "delete", "description"]
+Component = Literal["body", "description"]  # what one step's proposer rewrites
 
 
 class Trajectory(BaseModel):
@@ -39,6 +40,8 @@ class Edit(BaseModel):
     ``text`` on new lines after the line holding ``anchor``; ``replace`` swaps
     ``anchor`` for ``text``; ``delete`` removes ``anchor``. ``anchor`` must occur
     exactly once (a unique near match is accepted and recorded in ``matched``).
+    ``description`` replaces the front matter's ``description`` with ``text`` (no anchor): the
+    one edit that touches the front matter, and one edit however much of it changes.
     ``support`` names the trajectories behind the edit; ``rank`` is the proposer's
     own order (0 = strongest).
     """
@@ -60,6 +63,21 @@ class Edit(BaseModel):
         anchor = f"@{one_line(self.anchor, 60)}" if self.anchor else ""
         body = f": {one_line(self.text, 160)}" if self.text else ""
         return f"{self.op}{anchor}{body}"
+
+
+class TriggerCase(BaseModel):
+    """One train rollout of a trigger task as the description's proposer sees it: the request,
+    whether the skill should have been loaded, and whether it was."""
+
+    id: str  # "<task id>#r<replicate>", as the trajectory's
+    task_id: str
+    prompt: str
+    should_trigger: bool
+    loaded: bool
+
+    @property
+    def right(self) -> bool:
+        return self.should_trigger == self.loaded
 
 
 class DroppedEdit(BaseModel):
@@ -90,6 +108,18 @@ class EvidencePacket(BaseModel):
     max_edits: int = 4
     seed: int = 0
     failure_classes: str = ""  # the suite's failure_classes.md: symptom classes -> mechanisms
+    component: Component = "body"  # the body (anchored edits) or the front matter's description
+    triggers: list[TriggerCase] = Field(default_factory=list)  # the batch's trigger rollouts (train)
+
+    @property
+    def missed(self) -> list[TriggerCase]:
+        """Requests that should have loaded the skill and did not."""
+        return [t for t in self.triggers if t.should_trigger and not t.loaded]
+
+    @property
+    def false_triggers(self) -> list[TriggerCase]:
+        """Requests that loaded the skill and should not have."""
+        return [t for t in self.triggers if t.loaded and not t.should_trigger]
 
 
 class ProposerCall(BaseModel):

@@ -289,6 +289,65 @@ def _lint_front_matter(data: dict[str, Any], issue: Any) -> None:
         )
 
 
+# A description's "use when" clause (also "use this skill when", "use it for", "trigger whenever"...).
+WHEN_CLAUSE = re.compile(
+    r"\b(?:use|trigger|load|invoke)\b(?:\s+(?:it|this|this skill|the skill))?\s+(?:when|whenever|for|if)\b",
+    re.IGNORECASE,
+)
+RESERVED_WORDS = ("anthropic", "claude")
+_FIRST_OR_SECOND_PERSON = re.compile(
+    r"(?:^|[.!?]\s+)(?:I|I'm|I'll|We|We'll|You|You'll|You're)\b|\b(?:I can|I will|you can|you should)\b"
+)
+
+
+def lint_description(description: str, name: str = "") -> list[str]:
+    """Why ``description`` (with the skill's ``name``) breaks the skill platforms' limits, the
+    rules a proposed description is held to: not empty, at most 1024 characters, no XML tags,
+    no reserved word in the name, third person, and a "use when" clause."""
+    problems = []
+    if not description.strip():
+        problems.append("the description is empty")
+    if len(description) > DESCRIPTION_MAX:
+        problems.append(f"the description is {len(description)} characters; keep it within {DESCRIPTION_MAX}")
+    if "<" in description or ">" in description:
+        problems.append("the description holds '<' or '>' (no XML tags)")
+    reserved = [w for w in RESERVED_WORDS if w in name.lower()]
+    if reserved:
+        problems.append(f"the name {name!r} holds the reserved word {reserved[0]!r}")
+    if _FIRST_OR_SECOND_PERSON.search(description.strip()):
+        problems.append("the description speaks in the first or second person; write it in the third")
+    if description.strip() and not WHEN_CLAUSE.search(description):
+        problems.append(
+            'the description has no "use when" clause (say when to use the skill: "Use when ...")'
+        )
+    return problems
+
+
+def set_description(text: str, description: str) -> str:
+    """``text`` (a SKILL.md) with its front matter's ``description`` replaced by ``description``
+    (added when it has none); every other line as it was. ValueError when there is no valid
+    front matter to hold it."""
+    fm = split_front_matter(text)
+    if fm.data is None or fm.error:
+        raise ValueError(fm.error or "the skill has no front matter to hold a description")
+    lines = text.splitlines(keepends=True)
+    close = fm.body_line - 2  # the index of the closing '---' line
+    dumped = yaml.safe_dump({"description": description}, width=1_000_000, allow_unicode=True)
+    head = list(lines[1:close])
+    start = next((i for i, line in enumerate(head) if re.match(r"description\s*:", line)), None)
+    if start is None:
+        head.append(dumped)
+    else:
+        end = start + 1
+        while end < len(head) and (head[end][:1] in (" ", "\t") or not head[end].strip()):
+            end += 1  # the value's continuation lines (a folded or quoted multi-line value)
+        head[start:end] = [dumped]
+    out = lines[0] + "".join(head) + "".join(lines[close:])
+    if (split_front_matter(out).data or {}).get("description") != description:
+        raise ValueError("the new description does not read back from the front matter")
+    return out
+
+
 def _normalise(path: PurePosixPath) -> str | None:
     parts: list[str] = []
     for part in path.parts:

@@ -110,5 +110,5 @@ def test_a_suite_of_evals_alone_still_needs_each_required_split(tmp_path: Path) 
 
 def test_the_demo_suite_validates() -> None:
     suite = load_suite(REPO / "examples" / "trigger-demo" / "suite")
-    assert {s: len(t) for s, t in suite.splits.items()} == {"train": 8, "val": 8, "test": 8}
+    assert {s: len(t) for s, t in suite.splits.items()} == {"train": 29, "val": 28, "test": 27}
     assert list(suite.splits) == ["train", "val", "test"]  # in split order, as validate prints them

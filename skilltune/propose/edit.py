@@ -11,7 +11,14 @@ import re
 from dataclasses import dataclass
 
 from skilltune.proposal import Edit
-from skilltune.skill import PROTECTED_BLOCK, Candidate, block_key, lint_candidate
+from skilltune.skill import (
+    PROTECTED_BLOCK,
+    Candidate,
+    block_key,
+    lint_candidate,
+    lint_description,
+    set_description,
+)
 
 _PROTECTED = PROTECTED_BLOCK  # both forms: <!-- PROTECTED:name --> and skill-trainer's :START/:END
 _MARKER = re.compile(r"<!--\s*/?PROTECTED")
@@ -146,6 +153,11 @@ def apply_edit(text: str, edit: Edit) -> tuple[str, Edit]:
     """Apply one op to ``text``; returns the new text and the edit with ``matched`` recorded."""
     if _MARKER.search(edit.text) or edit.text.lstrip().startswith("---\n"):
         raise PatchError("edit text may not contain PROTECTED markers or front matter")
+    if edit.op == "description":
+        try:
+            return set_description(text, edit.text.strip()), edit
+        except ValueError as exc:
+            raise PatchError(f"the description cannot be set: {exc}") from None
     locked = locked_spans(text)
     if edit.op == "append":
         if not edit.text.strip():
@@ -260,6 +272,10 @@ def lint_edit(
         return "lint: " + "; ".join(errors[:3])
     if candidate.name != incumbent.name:
         return f"lint: the front-matter name changed ({incumbent.name} -> {candidate.name})"
+    if candidate.description != incumbent.description:
+        problems = lint_description(candidate.description, candidate.name)
+        if problems:
+            return "lint: " + "; ".join(problems)
     old_blocks, new_blocks = protected_blocks(incumbent.text), protected_blocks(candidate.text)
     if own_block is not None:
         old_blocks.pop(own_block, None)

@@ -99,10 +99,42 @@ def read_edits(answer: Answer) -> list[Edit]:
         raise ValueError(f"the JSON does not match the schema: {schema_problems(exc)}") from None
 
 
+class DescriptionAnswer(BaseModel):
+    """Record the skill's new description."""
+
+    model_config = ConfigDict(extra="forbid", title="record_description")
+
+    description: str
+    rationale: str = ""
+    support: list[str] = Field(default_factory=list)
+
+
+def read_description(answer: Answer) -> Edit:
+    """The description edit of an answer: the tool call's, else the JSON in its text."""
+    parsed = answer.parsed
+    if not isinstance(parsed, DescriptionAnswer):
+        try:
+            parsed = DescriptionAnswer.model_validate(parse_json(answer.reply.text))
+        except ValidationError as exc:
+            raise ValueError(f"the JSON does not match the schema: {schema_problems(exc)}") from None
+    if not parsed.description.strip():
+        raise ValueError("the description is empty")
+    return Edit(
+        op="description", text=parsed.description.strip(), rationale=parsed.rationale, support=parsed.support
+    )
+
+
 def edits_repair(prompt: str, problem: str, attempt: int) -> str:
     return (
         f"{prompt}\n\nYour previous answer could not be used:\n\n{tagged('problem', problem)}\n\n"
         'Answer again with the JSON object only, {"edits": [...]}, as described at the top.'
+    )
+
+
+def description_repair(prompt: str, problem: str, attempt: int) -> str:
+    return (
+        f"{prompt}\n\nYour previous answer could not be used:\n\n{tagged('problem', problem)}\n\n"
+        'Answer again with the JSON object only, {"description": ..., "rationale": ..., "support": [...]}.'
     )
 
 
@@ -156,11 +188,12 @@ class ModelProposer(Proposer):
         read: Callable[[Answer], T],
         repair_rounds: int,
         calls: list[ProposerCall],
+        repair: Callable[[str, str, int], str] = edits_repair,
     ) -> Asked[T]:
         try:
             asked = ask_structured(
                 self.model, self._request(role, prompt), schema, read,
-                repair_rounds=repair_rounds, repair=edits_repair, cancel=self.stop_requested,
+                repair_rounds=repair_rounds, repair=repair, cancel=self.stop_requested,
             )  # fmt: skip
         except ModelCallError as exc:
             raise ProposerUnavailable(f"{self.model.what} failed for the {role}: {exc}") from None
@@ -177,6 +210,8 @@ class ModelProposer(Proposer):
         return answer.reply.text
 
     def propose(self, packet: EvidencePacket) -> Proposal:
+        if packet.component == "description":
+            return self._describe(packet)
         if packet.mode == "rewrite":
             return self._rewrite(packet)
         calls: list[ProposerCall] = []
@@ -191,6 +226,17 @@ class ModelProposer(Proposer):
         if last.finish == "length":
             notes["cut"] = f"the answer was cut at the token limit: its {len(edits)} complete edits kept"
         return self._repair_anchors(packet, Proposal(edits=edits, calls=calls, notes=notes))
+
+    def _describe(self, packet: EvidencePacket) -> Proposal:
+        """One call for a new description (whatever the mode): one ``description`` edit."""
+        calls: list[ProposerCall] = []
+        asked = self._structured(
+            "analyst", reflect_prompt(packet), DescriptionAnswer, read_description, 1, calls,
+            repair=description_repair,
+        )  # fmt: skip
+        if asked.value is None:
+            return Proposal(calls=calls, notes={"error": f"invalid answer twice: {asked.problems[-1]}"})
+        return Proposal(edits=[asked.value], calls=calls)
 
     def _repair_anchors(self, packet: EvidencePacket, proposal: Proposal) -> Proposal:
         """One repair round for the anchors not found in the skill (of edits that cite the evidence:

@@ -73,7 +73,8 @@ def merge_edits(
     """Group equal edits (support = distinct trajectory ids, counted here, not by the
     proposer, and only ids of trajectories it was shown when ``known`` is given); drop
     those that cannot apply to the incumbent; rank by support, then the proposer's
-    rank, then first appearance; keep ``budget``."""
+    rank, then first appearance; keep ``budget``. A ``description`` edit counts as one edit, and
+    a candidate takes at most one (the strongest)."""
     groups: dict[tuple[str, str, str, str], list[tuple[int, Edit]]] = {}
     for index, edit in enumerate(proposals):
         groups.setdefault(edit_key(edit), []).append((index, edit))
@@ -94,7 +95,14 @@ def merge_edits(
         best_rank = min(e.rank for _, e in members)
         ranked.append((-len(support), best_rank, first_index, merged))
     ranked.sort(key=lambda item: item[:3])
-    kept = [m for *_, m in ranked[:budget]]
-    for *_, merged in ranked[budget:]:
-        dropped.append({"edit": merged.edit.compact(), "reason": f"over the step's edit budget ({budget})"})
+    kept: list[MergedEdit] = []
+    for *_, merged in ranked:
+        if merged.edit.op == "description" and any(k.edit.op == "description" for k in kept):
+            reason = "a candidate takes one description (a stronger one is kept)"
+        elif len(kept) >= budget:
+            reason = f"over the step's edit budget ({budget})"
+        else:
+            kept.append(merged)
+            continue
+        dropped.append({"edit": merged.edit.compact(), "reason": reason})
     return MergeResult(budget=budget, kept=kept, dropped=dropped)

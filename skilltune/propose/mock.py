@@ -11,6 +11,10 @@ A suite without a pool (skill-trainer's mock demos: a real editor reads them) ge
 its failure hints turned into rules instead: each distinct symptom (or, for a judged
 rollout that printed none, the first sentence of the judge's feedback) becomes a
 rule appended to the skill, the most frequent first.
+
+A step that tunes the description (``--component description``) gets one ``description`` edit
+from the train requests the skill missed and those it wrongly triggered on
+(``propose.describe.rewrite_description``); one the gate already rejected is not proposed again.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from pydantic import BaseModel, Field, ValidationError
 from skilltune.errors import UsageError
 from skilltune.proposal import Edit, EvidencePacket, Proposal, ProposerCall, Trajectory
 from skilltune.propose.base import Proposer, ProposerOptions, SlowUpdate
+from skilltune.propose.describe import rewrite_description
 from skilltune.propose.edit import apply_edit
 from skilltune.propose.prompts import reflect_prompt, rewrite_prompt, slow_update_prompt
+from skilltune.skill import split_front_matter
 
 HINT = "(failure hint)"  # the id of a rule made from a hint (no pool entry has it)
 
@@ -119,6 +125,8 @@ class MockProposer(Proposer):
         return chosen
 
     def propose(self, packet: EvidencePacket) -> Proposal:
+        if packet.component == "description":
+            return self._describe(packet)
         chosen = self._choose(packet)
         edits = [
             Edit(
@@ -146,6 +154,28 @@ class MockProposer(Proposer):
             )
             return Proposal(edits=edits, calls=[call])
         return self._rewrite(packet, edits)
+
+    def _describe(self, packet: EvidencePacket) -> Proposal:
+        """One description edit from the batch's load decisions (none when they ask no change)."""
+        front = split_front_matter(packet.skill_files[packet.skill_main])
+        description = (front.data or {}).get("description")
+        found = None
+        if isinstance(description, str):
+            found = rewrite_description(description, packet.triggers, front.body)
+        if found is not None and _norm(found[0]) in {_norm(r.text) for r in packet.rejected}:
+            found = None  # the gate already rejected it
+        edits = []
+        if found is not None:
+            text, support = found
+            why = f"{len(packet.missed)} missed request(s), {len(packet.false_triggers)} false trigger(s)"
+            edits.append(
+                Edit(op="description", file=packet.skill_main, text=text, rationale=why, support=support)
+            )
+        answer = [{"description": e.text, "rationale": e.rationale, "support": e.support} for e in edits]
+        call = ProposerCall(
+            role="analyst", model="mock", prompt=reflect_prompt(packet), response=json.dumps(answer[:1])
+        )
+        return Proposal(edits=edits, calls=[call])
 
     def _rewrite(self, packet: EvidencePacket, edits: list[Edit]) -> Proposal:
         """Three roles, three calls: analyst lists causes, author drafts, red-team drops repeats."""

@@ -12,7 +12,7 @@ import re
 from importlib import resources
 from string import Template
 
-from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
+from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory, TriggerCase
 
 _OUTPUT_CHARS = 3000
 _DIFF_CHARS = 2000
@@ -21,6 +21,7 @@ TAGS = (
     "skill", "memory", "failure_classes", "rejected_edits", "failed_trajectories",
     "successful_trajectories", "trajectory", "task", "final_output", "scorer_feedback", "checks",
     "diff", "failure_causes", "draft", "comparison", "kept_edits", "previous_answer", "problem",
+    "missed_requests", "false_triggers", "right_decisions", "request",
 )  # fmt: skip
 _CLOSING = re.compile(r"</(" + "|".join(TAGS) + r")>")
 
@@ -105,7 +106,39 @@ def _common(packet: EvidencePacket) -> dict[str, str]:
 
 
 def reflect_prompt(packet: EvidencePacket) -> str:
+    """The analyst's prompt: body edits, or the new description when the step tunes it."""
+    if packet.component == "description":
+        return describe_prompt(packet)
     return template("reflect").substitute(_common(packet))
+
+
+def render_requests(cases: list[TriggerCase]) -> str:
+    if not cases:
+        return "(none)"
+    return "\n".join(
+        wrapped("request", quoted(c.prompt), f'id="{c.id}" should_load="{str(c.should_trigger).lower()}"')
+        for c in cases
+    )
+
+
+def request_ids(packet: EvidencePacket) -> str:
+    """The ids a description edit may cite: the wrong decisions first, then the right ones."""
+    cases = [*packet.missed, *packet.false_triggers, *(c for c in packet.triggers if c.right)]
+    return ", ".join(f'"{c.id}"' for c in cases) if cases else "(none)"
+
+
+def describe_prompt(packet: EvidencePacket) -> str:
+    """The description step's prompt: the skill, and the train requests it missed, the ones it
+    wrongly triggered on and the ones it decided rightly (train rollouts only)."""
+    right = [c for c in packet.triggers if c.right]
+    return template("describe").substitute(
+        skill=skill_section(packet.skill_files[packet.skill_main], packet.skill_main),
+        rejected=tagged("rejected_edits", render_rejected(packet.rejected)),
+        missed=wrapped("missed_requests", render_requests(packet.missed)),
+        false_triggers=wrapped("false_triggers", render_requests(packet.false_triggers)),
+        right=wrapped("right_decisions", render_requests(right)),
+        request_ids=request_ids(packet),
+    )
 
 
 ROLE_INSTRUCTIONS = {

@@ -17,7 +17,7 @@ from typing import Literal
 
 from skilltune.errors import SkilltuneError
 from skilltune.judge.verdict import verdict_feedback
-from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory
+from skilltune.proposal import Component, EvidencePacket, RejectedEdit, Trajectory, TriggerCase
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
@@ -87,6 +87,24 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     )
 
 
+def trigger_cases(records: list[tuple[RolloutRecord, Path]], suite: Suite) -> list[TriggerCase]:
+    """The load decisions of the train rollouts of tasks that say ``should_trigger`` (rollouts with
+    no decision left out), in (task, replicate) order: the description's proposer's evidence."""
+    cases = []
+    for record, _ in sorted(records, key=lambda rf: (rf[0].task_id, rf[0].replicate)):
+        if record.phase != "train" or record.skill_loaded is None:
+            continue
+        task = suite.task(record.task_id)
+        if task.should_trigger is None:
+            continue
+        case = TriggerCase(
+            id=f"{record.task_id}#r{record.replicate}", task_id=record.task_id, prompt=suite.prompt(task),
+            should_trigger=task.should_trigger, loaded=record.skill_loaded,
+        )  # fmt: skip
+        cases.append(case)
+    return cases
+
+
 def build_packet(
     *,
     step: int,
@@ -98,8 +116,10 @@ def build_packet(
     memory: str,
     max_edits: int,
     seed: int,
+    component: Component = "body",
 ) -> EvidencePacket:
-    """Failures and successes, separately, in canonical (task, replicate) order."""
+    """Failures and successes, separately, in canonical (task, replicate) order; the trigger
+    tasks' load decisions (``trigger_cases``) beside them."""
     trajectories = [
         trajectory(r, folder, suite)
         for r, folder in sorted(records, key=lambda rf: (rf[0].task_id, rf[0].replicate))
@@ -121,6 +141,8 @@ def build_packet(
         max_edits=max_edits,
         seed=seed,
         failure_classes=failure_classes(suite),
+        component=component,
+        triggers=trigger_cases(records, suite),
     )
 
 

@@ -6,6 +6,10 @@ small model copies the schema's ``"<trajectory id>"``) has none. An anchor that 
 skill, or not once, is sent back to the model once with the lines it may copy; an insertion or
 replacement whose anchor is still nowhere in the skill is appended at the end instead (a small
 model anchors its rule on a line of the trajectory it read: the rule is what it meant to add).
+
+An edit of the other component than the step's (a ``description`` edit in a body step, a body
+edit in a description step) is dropped, and so is a description that breaks the platforms'
+limits (``skill.lint_description``), each with its reason.
 """
 
 from __future__ import annotations
@@ -16,17 +20,19 @@ from pydantic import BaseModel, ValidationError
 
 from skilltune.proposal import DroppedEdit, Edit, EvidencePacket, Proposal
 from skilltune.propose.edit import PatchError, apply_edit, locked_spans
+from skilltune.skill import lint_description, split_front_matter
 
 REPAIR_LINES = 200  # lines offered to copy: a skill longer than this is shown in part
 
 
 def _ids(packet: EvidencePacket) -> tuple[set[str], dict[str, list[str]]]:
-    """The trajectory ids of the packet, and each task id's trajectory ids."""
-    shown = [t for t in (*packet.failures, *packet.successes)]
+    """The trajectory ids of the packet (its trigger requests' too), and each task id's."""
+    shown = [(t.id, t.task_id) for t in (*packet.failures, *packet.successes)]
+    shown += [(c.id, c.task_id) for c in packet.triggers]
     by_task: dict[str, list[str]] = {}
-    for t in shown:
-        by_task.setdefault(t.task_id, []).append(t.id)
-    return {t.id for t in shown}, by_task
+    for trajectory_id, task_id in dict.fromkeys(shown):
+        by_task.setdefault(task_id, []).append(trajectory_id)
+    return {i for i, _ in shown}, by_task
 
 
 def cited(edit: Edit, packet: EvidencePacket) -> list[str]:
@@ -65,6 +71,35 @@ def drop_uncited(proposal: Proposal, packet: EvidencePacket) -> Proposal:
         claimed = ", ".join(repr(s) for s in edit.support[:3]) or "nothing"
         reason = f"cites no trajectory of this step's evidence (it cited {claimed})"
         dropped.append(DroppedEdit(edit=edit, reason=reason))
+    return proposal.model_copy(update={"edits": kept, "dropped": dropped})
+
+
+def component_problem(edit: Edit, packet: EvidencePacket) -> str | None:
+    """Why ``edit`` does not belong to the packet's step (None when it does): another component's
+    edit, or a description that fails the description lint."""
+    if packet.component == "body":
+        if edit.op == "description":
+            return "this step tunes the body: a description edit is not taken (see --component)"
+        return None
+    if edit.op != "description":
+        return "this step tunes the description: a body edit is not taken (see --component)"
+    data = split_front_matter(packet.skill_files.get(packet.skill_main, "")).data or {}
+    problems = lint_description(edit.text.strip(), str(data.get("name") or ""))
+    return "lint: " + "; ".join(problems) if problems else None
+
+
+def vet_edits(proposal: Proposal, packet: EvidencePacket) -> Proposal:
+    """``drop_uncited``, then each edit that does not belong to the step (``component_problem``)
+    moved to ``dropped`` with the reason."""
+    proposal = drop_uncited(proposal, packet)
+    kept: list[Edit] = []
+    dropped = list(proposal.dropped)
+    for edit in proposal.edits:
+        problem = component_problem(edit, packet)
+        if problem is None:
+            kept.append(edit)
+        else:
+            dropped.append(DroppedEdit(edit=edit, reason=problem))
     return proposal.model_copy(update={"edits": kept, "dropped": dropped})
 
 

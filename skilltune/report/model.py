@@ -223,6 +223,7 @@ class RunSummary(BaseModel):
     proposer: str = ""
     gate: str = ""
     mode: str = ""
+    component: str = "body"  # --component: body, description or both
     metric: Metric = "mixed"
     min_effect: float | None = None
     started: str | None = None

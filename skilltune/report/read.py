@@ -97,7 +97,8 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
 
     summary = RunSummary(
         root=str(run.root), tag=config.tag, state=state, reason=reason, suite=config.suite,
-        agent=config.agent, proposer=config.proposer, gate=config.gate, mode=config.mode, metric=metric,
+        agent=config.agent, proposer=config.proposer, gate=config.gate, mode=config.mode,
+        component=config.component, metric=metric,
         min_effect=_min_effect(config.gate, config.gate_options),
         started=journal[0].ts if journal else None, updated=journal[-1].ts if journal else None,
         planned_steps=config.total_steps, planned_units=config.total_steps + config.total_epochs,

@@ -67,6 +67,11 @@ class TrainConfig(BaseModel):
         default="patch",
         description="What the proposer writes: anchored edits (patch) or a whole new document.",
     )
+    component: Literal["body", "description", "both"] = Field(
+        default="body",
+        description="What the steps tune: the skill's body, the front matter's description (trigger tasks), "
+        "or both (odd steps the description, even steps the body, each candidate gated on its own).",
+    )
     gate: str = Field(default="sequential", description="Gate: sequential, paired-z or strict.")
     gate_options: dict[str, Any] = Field(
         default_factory=dict,
@@ -167,12 +172,19 @@ class TrainConfig(BaseModel):
 
     @property
     def total_epochs(self) -> int:
-        return self.total_steps // self.epoch_steps
+        """Epoch slow updates (none when only the description is tuned: they write the body)."""
+        return 0 if self.component == "description" else self.total_steps // self.epoch_steps
 
     @property
     def planned_decisions(self) -> int:
         """Gate decisions the run may make: one per step and per epoch update."""
         return self.total_steps + self.total_epochs
+
+    def component_at(self, step: int) -> Literal["body", "description"]:
+        """What step ``step`` tunes: ``both`` alternates, the description first."""
+        if self.component == "both":
+            return "description" if step % 2 == 1 else "body"
+        return self.component
 
 
 class RunConfigFile(RunFile, TrainConfig):

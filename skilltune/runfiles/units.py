@@ -218,7 +218,8 @@ def _replicate_t_verdict(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 class SecondaryCheck(BaseModel):
-    """skill-trainer's two-suite rule: the one-sided regression test on the secondary suite."""
+    """The one-sided regression test on the tasks that can only veto: skill-trainer's secondary
+    suite, or the other component's tasks of the joint gate (``body tasks``, ``trigger tasks``)."""
 
     suite: str
     alpha: float
@@ -263,6 +264,7 @@ class Verdict(RunFile):
     test: str | None = None
     reused: int = 0  # incumbent rollouts taken from earlier decisions (not run here)
     prefetched: int = 0  # incumbent rollouts run ahead for rounds this decision did not reach
+    gated_on: str | None = None  # the joint gate's scope (training/secondary.py); None: every gated task
 
     @property
     def accept(self) -> bool:

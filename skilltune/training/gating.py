@@ -29,7 +29,7 @@ from skilltune.textfmt import fmt
 from skilltune.training.budget import proposer_tokens, record_cost, record_tokens, records_run
 from skilltune.training.context import RunContext
 from skilltune.training.rollouts import POOL_OFFSET, RunRollouts, replicate_base
-from skilltune.training.secondary import gated_ids, regression_test, veto
+from skilltune.training.secondary import gate_scope, regression_test, veto
 from skilltune.training.session import BlockedError
 from skilltune.training.units import Unit
 
@@ -144,7 +144,8 @@ class ValSampler:
         self.candidate = candidate
         self.incumbent = incumbent
         self.seq = seq
-        self.gated = gated_ids(rollouts.suite, val)
+        self.scope = gate_scope(rollouts.suite, val, candidate, incumbent)  # the joint gate too
+        self.gated = self.scope.gated
         self.held: list[RolloutRecord] = []  # the secondary suite's records, every round
         self.pool = pool
         self.rounds = rounds
@@ -188,7 +189,7 @@ class ValSampler:
 
     def secondary(self, verdict: Verdict, metric: Metric) -> Verdict:
         """The verdict after the secondary suite's regression test (none named: unchanged)."""
-        name = self.rollouts.suite.config.secondary_suite
+        name = self.scope.held
         if name is None or not self.held:
             return verdict
         check = regression_test(
@@ -292,6 +293,7 @@ def decide(
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)
+                verdict = verdict.model_copy(update={"gated_on": sampler.scope.note})
         if level is not None:
             verdict = verdict.model_copy(update={"alpha": level})
         if verdict.decision != "contaminated":  # a resumed unit must re-run the failed rollouts

@@ -7,13 +7,24 @@ Once it accepts, the secondary tasks of the same rounds get a one-sided paired t
 candidate against incumbent on the per-task means of the gate metric: a regression
 significant at ``secondary_alpha`` (default 0.05) turns the accept into a reject. It never
 turns a reject into an accept, so it cannot raise the gate's false-accept rate.
+
+The same veto joins the body and the description (``gate_scope``): in a suite that names no
+secondary suite and holds both trigger tasks (``trigger`` mode) and body tasks among its val
+tasks, a candidate that changes only the description is gated on the trigger tasks and vetoed
+by the body tasks, one that changes only the body is gated on the body tasks and vetoed by the
+trigger tasks, and one that changes both is gated on every task. gate.json says which
+(``gated_on``, and ``secondary.suite``: ``body tasks`` or ``trigger tasks``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from skilltune.metric import Metric
 from skilltune.rollout.tally import per_task_scores
 from skilltune.runfiles import RolloutRecord, SecondaryCheck, Verdict
+from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 
 DEFAULT_SUITE = "primary"  # skill-trainer's name for a task that names no suite
@@ -35,6 +46,44 @@ def gated_ids(suite: Suite, tasks: list[Task]) -> set[str]:
     primary = suite.config.primary_suite
     secondary = secondary_ids(suite, tasks)
     return {t.id for t in tasks if t.id not in secondary and (primary is None or suite_of(t) == primary)}
+
+
+@dataclass(frozen=True)
+class GateScope:
+    """The val tasks a decision gates on, the name of those that can only veto (None: none), and
+    what gate.json says of the scope (None: the gate saw every task the suite's config gates)."""
+
+    gated: set[str]
+    held: str | None
+    note: str | None = None
+
+
+def changed_part(candidate: Candidate, incumbent: Candidate) -> Literal["description", "body", "both"]:
+    """What ``candidate`` changes of ``incumbent``: only the description, only the rest, or both."""
+    description = candidate.description != incumbent.description
+    rest = candidate.front_matter.body != incumbent.front_matter.body or any(
+        text != incumbent.files.get(path) for path, text in candidate.files.items() if path != candidate.main
+    )
+    if description and not rest:
+        return "description"
+    return "both" if description else "body"
+
+
+def gate_scope(suite: Suite, tasks: list[Task], candidate: Candidate, incumbent: Candidate) -> GateScope:
+    """skill-trainer's two suites when the config names them, else the joint gate of body and
+    description (the module's docstring)."""
+    if suite.config.secondary_suite is not None or suite.config.primary_suite is not None:
+        return GateScope(gated_ids(suite, tasks), suite.config.secondary_suite)
+    trigger = {t.id for t in tasks if suite.scoring_mode(t) == "trigger"}
+    body = {t.id for t in tasks} - trigger
+    if not trigger or not body:
+        return GateScope(trigger | body, None)
+    part = changed_part(candidate, incumbent)
+    if part == "description":
+        return GateScope(trigger, "body tasks", "trigger tasks (the candidate changes the description only)")
+    if part == "body":
+        return GateScope(body, "trigger tasks", "body tasks (the candidate leaves the description as it was)")
+    return GateScope(trigger | body, None, "every task (the candidate changes the description and the body)")
 
 
 def regression_test(

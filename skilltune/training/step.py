@@ -16,7 +16,7 @@ from skilltune.proposal import Edit
 from skilltune.propose import MergeResult, PatchError, apply_patch, merge_edits
 from skilltune.propose.edit import fit_growth, growth_problem
 from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
-from skilltune.propose.vet import drop_uncited
+from skilltune.propose.vet import vet_edits
 from skilltune.rollout.tally import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord
@@ -115,9 +115,10 @@ def _reflect(
         memory=render_memory(done),
         max_edits=ctx.edit_budget.at(unit.index) * 2,
         seed=ctx.rng(unit.index, "propose").randrange(2**31),
+        component=ctx.config.component_at(unit.index),
     )
-    # An edit citing none of the packet's trajectories is dropped here, for every proposer.
-    vetted = drop_uncited(ctx.proposer.propose(packet), packet)
+    # An edit citing none of the packet's trajectories, or of the other component, is dropped here.
+    vetted = vet_edits(ctx.proposer.propose(packet), packet)
     proposal = ReflectionsFile.model_validate(vetted.model_dump())
     proposal.write(path)
     return proposal
@@ -129,7 +130,7 @@ def _make_candidate(
     """(candidate, edits, None), or (None, edits, why there is no candidate): merge and apply
     the edits (patch mode) or take the new document (rewrite mode)."""
     folder = unit.folder(ctx.run)
-    if ctx.config.mode == "rewrite":
+    if ctx.config.mode == "rewrite" and ctx.config.component_at(unit.index) == "body":
         if not proposal.files:
             return None, [], "the rewrite proposer returned no document"
         candidate = Candidate(proposal.files, parent.main, parent.kind, parent.fallback_name)

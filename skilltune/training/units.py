@@ -32,11 +32,12 @@ class Unit:
 
 
 def unit_order(config: TrainConfig) -> list[Unit]:
-    """Every unit of the run: ("step", n), and ("epoch", e) after every ``epoch_steps`` steps."""
+    """Every unit of the run: ("step", n), and ("epoch", e) after every ``epoch_steps`` steps (no
+    epoch with ``--component description``: a slow update writes the body)."""
     out: list[Unit] = []
     for n in range(1, config.total_steps + 1):
         out.append(Unit("step", n, len(out) + 1))
-        if n % config.epoch_steps == 0:
+        if n % config.epoch_steps == 0 and config.total_epochs:  # none: only the description is tuned
             out.append(Unit("epoch", n // config.epoch_steps, len(out) + 1))
     return out
 
