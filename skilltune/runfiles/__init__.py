@@ -42,7 +42,8 @@ read unchanged (no feedback, ``dropped`` empty).
 unchanged (the decision unknown, no trigger statistics). Also in 8: record.json says whether the
 rollout was sealed (``sandbox``: bwrap, none, or inert for a backend that starts no process) and
 config.json the run's ``--sandbox``; files of version 7 read as unsealed (``none``; ``inert`` for
-the mock and the direct chat targets), as they ran.
+the mock and the direct chat targets), as they ran. Also in 8: transfer.json (``Transfer``, new:
+``skilltune compare`` with several agents), which no older skilltune reads.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ from skilltune.runfiles.rollouts import (
     RolloutRecord,
     RolloutStatus,
     ScoredStatus,
+    Transfer,
+    TransferAgent,
 )
 from skilltune.runfiles.units import (
     UNIT_FILES,
@@ -161,6 +164,8 @@ __all__ = [
     "Statistic",
     "StrictStatistic",
     "TrainConfig",
+    "Transfer",
+    "TransferAgent",
     "UnitEnd",
     "UnitRecord",
     "Verdict",
