@@ -410,3 +410,8 @@ def test_report_shows_the_transfer_table_of_a_compare_inside_the_run(demo: Path,
     (tmp_path / "demo-other").mkdir()
     other.write(tmp_path / "demo-other" / "transfer.json")  # of other skills: not this run's
     assert [v.folder for v in summarize(run).transfers] == ["demo-transfer"]
+    (tmp_path / "demo-zz").mkdir()
+    (tmp_path / "demo-zz" / "transfer.json").write_text("{not json")  # damaged: said, not fatal
+    damaged = summarize(run).transfers[-1]
+    assert (damaged.folder, damaged.table) == ("demo-zz", None) and "transfer.json" in damaged.problem
+    assert "Not shown: " in render_report(run)

@@ -10,7 +10,7 @@ from typing import Any
 
 from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary, TransferView
 from skilltune.rundir import RunDir
-from skilltune.runfiles import Comparison, TrainConfig, Transfer
+from skilltune.runfiles import Comparison, RunFileError, TrainConfig, Transfer
 from skilltune.store import REDACTED
 
 # The prefix of an exhausted run's reason (training/budget.py's BudgetExhausted) -> the flag that raises it.
@@ -75,7 +75,11 @@ def transfers(run: RunDir, skills: set[str]) -> list[TransferView]:
     folder name. Beside the run, not in it: the run's budgets and audit never count those rollouts."""
     views = []
     for path in sorted(run.root.parent.glob(f"{glob.escape(run.root.name)}-*/transfer.json")):
-        table = Transfer.read(path)
+        try:
+            table = Transfer.read(path)
+        except RunFileError as exc:  # someone else's file beside the run: said, not fatal to the report
+            views.append(TransferView(folder=path.parent.name, table=None, problem=str(exc)))
+            continue
         if skills & set(table.arms.values()):
             views.append(TransferView(folder=path.parent.name, table=table))
     return views

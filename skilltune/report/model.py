@@ -151,7 +151,8 @@ class TransferView(BaseModel):
     ``RUNDIR-<something>`` beside the run): the folder's name and the table."""
 
     folder: str
-    table: Transfer
+    table: Transfer | None  # None: the file could not be read (``problem`` says why)
+    problem: str = ""
 
 
 class HeldOut(BaseModel):
