@@ -270,3 +270,40 @@ def test_an_out_inside_a_run_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"inside the run .*--out .*demo-transfer"):
         compare_agents(MOCK_SUITE, _arms(), AGENTS[:2], reps=1, out=run / "transfer")
     assert sorted(p.name for p in run.iterdir()) == ["config.json", "seed.json"]
+
+
+def test_an_agent_whose_every_rollout_fails_exits_3_after_the_table_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake server refuses the key: the openai agent's column is empty, the mock's is not; the
+    table is written all the same, and the command says which agent failed (exit 3)."""
+    from skilltune.modelcalls import forget_endpoints
+    from tests.fakeserver import Failure
+    from tests.helpers import write_skill
+    from tests.test_direct_targets import router_suite, serve
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    forget_endpoints()
+    suite = router_suite(tmp_path / "suite")
+    seed = write_skill(tmp_path / "seed", "- Route support tickets.", name="router")
+    out = tmp_path / "out"
+    with serve([Failure(status=401, message="invalid api key")] * 100) as server:
+        dead = f"dead=openai:base_url={server.url}/v1,model=tiny-router"
+        args = ["compare", str(suite), f"seed={seed}", "--no-skill", "--reps", "1", "--agent", "mock"]
+        result = runner.invoke(app, [*args, "--agent", dead, "--out", str(out), "-q"])
+    forget_endpoints()
+    assert result.exit_code == 3, result.output
+    assert "dead: " in result.output and "HTTP 401: invalid api key" in result.output
+    table = Transfer.read(out / TRANSFER_FILE)
+    assert table.agent("dead").n_scored == 0 and table.agent("dead").scores == {"seed": None, "noskill": None}
+    assert table.agent("mock").n_scored == table.agent("mock").n_rollouts == 8
+
+
+def test_progress_counts_every_agents_rollouts_once(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    compare_agents(
+        MOCK_SUITE, _arms(), AGENTS[:2], reps=1, out=tmp_path / "out",
+        on_record=lambda _record, done, total: seen.append((done, total)),
+    )  # fmt: skip
+    total = 2 * 2 * N_TEST
+    assert seen == [(k, total) for k in range(1, total + 1)]
