@@ -65,6 +65,21 @@ class RolloutSettings(BaseModel):
             problems = field_problems(exc, model=cls, noun="setting", unknown_hint="fix the spelling")
             raise UsageError("\n".join(problems)) from None
 
+    def for_agent(self, spec: AgentSpec) -> RolloutSettings:
+        """These settings with ``spec``'s backend and options (the rest shared by every agent)."""
+        return self.model_copy(update={"agent": spec.agent, "agent_options": dict(spec.options)})
+
+
+class AgentSpec(BaseModel):
+    """One target agent of a command that runs several: its label (the name of its output folder
+    and of its column in the transfer table), its backend and that backend's options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    agent: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
 
 @dataclass(frozen=True)
 class Target:

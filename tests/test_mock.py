@@ -77,6 +77,55 @@ def test_forbids_and_p_follow() -> None:
     assert 0.45 < rate < 0.55
 
 
+def test_an_agent_that_ignores_a_rule_misses_it_even_when_the_skill_states_it() -> None:
+    task = Task.model_validate({**rule_task("t2", ["state-a-default", "cite-a-source"]), "split": "train"})
+    skill = "State a default. Cite a source."
+    assert run_mock_rules(task, skill, random.Random(0), header="M")[1]
+    out, solved = run_mock_rules(task, skill, random.Random(0), header="M", ignores=["cite-a-source"])
+    assert not solved
+    assert "PASS:state-a-default" in out and "PASS:cite-a-source" not in out
+    assert "SYMPTOM: symptom of missing cite-a-source" in out
+    # a rule the task does not require changes nothing
+    assert run_mock_rules(task, skill, random.Random(0), header="M", ignores=["other-rule"])[1]
+
+
+def test_an_agent_harmed_by_a_rule_fails_when_the_skill_states_it() -> None:
+    task = _task()
+    out, solved = run_mock_rules(
+        task, "State a default.", random.Random(0), header="M", harmed_by=["state-a-default"]
+    )
+    assert not solved
+    assert "this agent followed the rule 'state-a-default'" in out
+    # a phrase counts as well, whether or not the task requires it; unstated, it harms nothing
+    assert not run_mock_rules(
+        task, "State a default. Be terse.", random.Random(0), header="M", harmed_by=["be terse"]
+    )[1]
+    assert run_mock_rules(task, "State a default.", random.Random(0), header="M", harmed_by=["be terse"])[1]
+
+
+def test_rule_options_take_one_or_many_and_stay_out_of_the_dump_when_empty() -> None:
+    assert MockOptions.model_validate({"ignores": "a", "harmed_by": ["b", "c"]}).ignores == ["a"]
+    assert "ignores" not in MockOptions().model_dump(mode="json")
+    assert "harmed_by" not in MockOptions().model_dump(mode="json")  # cache keys as before
+    assert MockOptions(ignores=["a"]).model_dump(mode="json")["ignores"] == ["a"]
+
+
+def test_ignores_and_harmed_by_are_part_of_the_cache_identity(tmp_path: Path) -> None:
+    from skilltune.rollout.runner import RolloutRunner
+    from skilltune.suite import load_suite
+    from tests.helpers import MOCK_SUITE
+
+    backend = get_backend("mock")
+    suite = load_suite(MOCK_SUITE)
+
+    def key(**options: object) -> str:
+        runner = RolloutRunner(suite=suite, backend=backend, options=MockOptions(**options), out=tmp_path)
+        return runner.options_hash
+
+    keys = {key(), key(ignores=["a"]), key(ignores=["b"]), key(harmed_by=["a"])}
+    assert len(keys) == 4
+
+
 def _request(tmp_path: Path, task: Task, **kw: object) -> AgentRequest:
     fields: dict[str, object] = {
         "task": task,

@@ -244,3 +244,20 @@ def test_joining_a_cluster_started_with_ray_start_with_token_authentication(tmp_
             head.wait(timeout=30)
         subprocess.run(["pkill", "-9", "-f", str(scratch)], check=False)  # what ray start left behind
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_ray_runs_several_agents_as_local_workers_do(tmp_path: Path, ray_executor: RayExecutor) -> None:
+    """compare with two agents on one shared Ray executor: the transfer table local workers give."""
+    from skilltune.measure.transfer import compare_agents
+    from skilltune.session import AgentSpec
+
+    arms = {"seed": load_skill(MOCK_SKILL), "good": load_skill(GOOD_SKILL)}
+    agents = [
+        AgentSpec(label="follows", agent="mock"),
+        AgentSpec(label="stubborn", agent="mock", options={"ignores": ["quantify-impact", "detection-gap"]}),
+    ]
+    on_ray = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "ray", executor=ray_executor)
+    local = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "local", workers=2)
+    assert on_ray.agents == local.agents
+    for label in ("follows", "stubborn"):
+        assert _records(tmp_path / "ray" / label) == _records(tmp_path / "local" / label)

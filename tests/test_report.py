@@ -372,3 +372,46 @@ def test_plotly_is_the_cartesian_bundle_of_the_plotly_version_else_the_full_one(
             assert figures.plotly_bundle() == (version, get_plotlyjs())
         finally:
             figures.plotly_bundle.cache_clear()
+
+
+def test_report_shows_the_transfer_table_of_a_compare_inside_the_run(demo: Path, tmp_path: Path) -> None:
+    """``compare S0=RUN/seed best=RUN/best_skill --agent A --agent B --out RUN-transfer``: the report's
+    held-out section shows each agent's scores and verdicts (issue 22); a table of other skills
+    beside it is not this run's."""
+    from skilltune.measure.transfer import compare_agents
+    from skilltune.session import AgentSpec
+    from skilltune.skill import load_skill
+    from tests.helpers import MOCK_SUITE
+
+    run = tmp_path / "demo"
+    shutil.copytree(demo, run)
+    arms = {"S0": load_skill(run / "seed"), "best": load_skill(run / "best_skill")}
+    agents = [
+        AgentSpec(label="follows", agent="mock"),
+        AgentSpec(label="stubborn", agent="mock", options={"ignores": ["quantify-impact", "detection-gap"]}),
+    ]
+    table = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "demo-transfer")
+    [view] = summarize(run).transfers
+    assert view.folder == "demo-transfer" and view.table == table
+    html = render_report(run)
+    section = html[html.index('id="transfer-1"') : html.index('id="val"')]
+    assert "demo-transfer/transfer.json" in section
+    text = re.sub(r"<[^>]+>", " ", section)
+    for column in table.agents:
+        assert column.label in text
+        for score in column.scores.values():
+            assert f"{score:.3f}" in text
+        pair = column.pairs[0]
+        assert f"{pair.diff:+.3f}" in text
+    verdicts = re.findall(r'class="badge (\w+)"', section)
+    assert verdicts == [c.pairs[0].verdict for c in table.agents] == ["b_better", "no_difference"]
+    assert "transfer-1" not in render_report(demo)  # no table without a transfer.json
+    other = table.model_copy(update={"arms": {"x": "0" * 64, "noskill": "noskill"}})
+    (tmp_path / "demo-other").mkdir()
+    other.write(tmp_path / "demo-other" / "transfer.json")  # of other skills: not this run's
+    assert [v.folder for v in summarize(run).transfers] == ["demo-transfer"]
+    (tmp_path / "demo-zz").mkdir()
+    (tmp_path / "demo-zz" / "transfer.json").write_text("{not json")  # damaged: said, not fatal
+    damaged = summarize(run).transfers[-1]
+    assert (damaged.folder, damaged.table) == ("demo-zz", None) and "transfer.json" in damaged.problem
+    assert "Not shown: " in render_report(run)

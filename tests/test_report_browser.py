@@ -89,3 +89,33 @@ def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
     with chromium() as browser:
         watched = open_page(browser, alone.as_uri(), plots=4)
         check_page(watched, demo, origin=alone.as_uri())
+
+
+def test_the_transfer_table_shows_in_chromium(demo: Path, tmp_path: Path) -> None:
+    """A run with a transfer table (compare with two agents into RUN-transfer): the table is drawn,
+    one verdict badge per agent, and the page still draws every plot without an error."""
+    import shutil
+
+    from skilltune.measure.transfer import compare_agents
+    from skilltune.session import AgentSpec
+    from skilltune.skill import load_skill
+    from tests.helpers import MOCK_SUITE
+
+    run = tmp_path / "demo"
+    shutil.copytree(demo, run)
+    arms = {"S0": load_skill(run / "seed"), "best": load_skill(run / "best_skill")}
+    agents = [
+        AgentSpec(label="follows", agent="mock"),
+        AgentSpec(label="stubborn", agent="mock", options={"ignores": ["quantify-impact", "detection-gap"]}),
+    ]
+    table = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "demo-transfer")
+    path = write_report(run)
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=4)
+        heading = watched.page.locator("#transfer-1")
+        assert heading.is_visible()
+        cells = watched.page.locator("table.transfer .badge")
+        assert cells.all_inner_texts() == [c.pairs[0].verdict for c in table.agents]
+        header = watched.page.locator("table.transfer tr").first.inner_text()
+        assert "follows" in header and "stubborn" in header
+        assert watched.console_errors == []

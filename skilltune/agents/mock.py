@@ -15,6 +15,15 @@ satisfied rule is followed with this probability), ``mock_writes`` (files the
 agent writes into its workspace when it solves the task) and
 ``mock_infra_errors`` (the first N attempts end in ``infra_error``).
 
+Options that make two mock agents respond to different rules (``skilltune compare`` with several
+``--agent``, the transfer table): ``ignores`` (rule ids this agent does not follow even when the
+skill states them: they count as missing) and ``harmed_by`` (rules or phrases that make this
+agent fail the task when the skill states them, whether or not the task requires them: a rule is
+stated as ``requires`` matches it, by its id or the task's ``match``/``match_regex`` for it; any
+other entry is a phrase, found in the normalised skill text as a rule id is). Both are
+deterministic and part of the options, so of the cache key (left out of it when empty: keys of
+rollouts without them are as before).
+
 Randomness is seeded on (task id, replicate, run seed, candidate hash), so two
 skills get independent noise as real agents do; option ``crn`` drops the
 candidate hash (common random numbers across arms).
@@ -36,9 +45,10 @@ import hashlib
 import random
 import re
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import Field, NonNegativeFloat
+from pydantic import Field, NonNegativeFloat, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message, SealSupport
 from skilltune.skill import split_front_matter
@@ -46,11 +56,36 @@ from skilltune.suite.model import Task
 
 DEFAULT_HINT = "the response failed one of the task requirements"
 DEFAULT_FORBID_HINT = "the agent followed advice that does not fit this task"
+HARM_HINT = "this agent followed the rule '{rule}' and it led it astray on this task"
+_RULE_LISTS = ("ignores", "harmed_by")
 
 
 class MockOptions(AgentOptions):
     crn: bool = Field(default=False, description="common random numbers: same noise for every skill")
     sleep_s: NonNegativeFloat = Field(default=0.0, description="stand-in latency per rollout (benchmarks)")
+    ignores: list[str] = Field(
+        default_factory=list,
+        description="rule ids this agent does not follow even when the skill states them",
+    )
+    harmed_by: list[str] = Field(
+        default_factory=list,
+        description="rules (or phrases) whose statement in the skill makes this agent fail the task",
+    )
+
+    @field_validator(*_RULE_LISTS, mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        """``ignores=a`` (one rule) as well as ``ignores=a,b`` or a JSON list."""
+        return [value] if isinstance(value, str) else value
+
+    @model_serializer(mode="wrap")
+    def _without_empty_rule_lists(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Empty ``ignores`` and ``harmed_by`` are left out of the dump (so of the cache key)."""
+        data = handler(self)
+        for key in _RULE_LISTS:
+            if isinstance(data, dict) and not data.get(key):
+                data.pop(key, None)
+        return data
 
 
 def normalise(text: str) -> str:
@@ -207,6 +242,8 @@ class MockAgent(AgentBackend[MockOptions]):
             skill_text,
             rng,
             header=(f"MOCK ROLLOUT task={task.id} seed={request.seed} replicate={request.replicate}"),
+            ignores=options.ignores,
+            harmed_by=options.harmed_by,
         )
         if solved:
             for rel, text in (task.field("mock_writes") or {}).items():
@@ -274,8 +311,16 @@ class MockAgent(AgentBackend[MockOptions]):
         return "\n".join(parts)
 
 
-def run_mock_rules(task: Task, skill_text: str, rng: random.Random, header: str) -> tuple[str, bool]:
-    """The mock's decision for one task and skill text: (output, solved)."""
+def run_mock_rules(
+    task: Task,
+    skill_text: str,
+    rng: random.Random,
+    header: str,
+    ignores: Sequence[str] = (),
+    harmed_by: Sequence[str] = (),
+) -> tuple[str, bool]:
+    """The mock's decision for one task and skill text: (output, solved). A rule in ``ignores`` is
+    missing even when the skill states it; a rule of ``harmed_by`` the skill states fails the task."""
     requires = [str(r) for r in task.field("requires", []) or []]
     hints: dict[str, str] = task.field("failure_hints", {}) or {}
     match: dict[str, list[str]] = task.field("match", {}) or {}
@@ -294,7 +339,7 @@ def run_mock_rules(task: Task, skill_text: str, rng: random.Random, header: str)
             all(re.search(rx, line, re.IGNORECASE) for rx in regexes) for line in lines
         )
 
-    satisfied = [r for r in requires if satisfied_by_skill(r)]
+    satisfied = [r for r in requires if r not in ignores and satisfied_by_skill(r)]
     missing = [r for r in requires if r not in satisfied]
     if p_follow < 1.0:
         followed = [r for r in satisfied if rng.random() < p_follow]
@@ -310,11 +355,13 @@ def run_mock_rules(task: Task, skill_text: str, rng: random.Random, header: str)
     forbid_hit = forbidden and rng.random() < penalty
     if forbid_hit:
         symptoms.append(str(task.field("forbid_hint") or DEFAULT_FORBID_HINT))
+    harms = [r for r in harmed_by if satisfied_by_skill(r)]
+    symptoms += [HARM_HINT.format(rule=r) for r in harms]
 
     if requires:
-        solved = not missing and not forbid_hit
+        solved = not missing and not forbid_hit and not harms
     else:
-        solved = not (noise > 0 and rng.random() < noise) and not forbid_hit
+        solved = not (noise > 0 and rng.random() < noise) and not forbid_hit and not harms
     out = [header, *(f"PASS:{r}" for r in satisfied), *(f"SYMPTOM: {s}" for s in symptoms)]
     out.append(f"RESULT: {'solved' if solved else 'unsolved'}")
     return "\n".join(out) + "\n", solved

@@ -6,6 +6,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from skilltune.runfiles import RolloutRecord
-    from skilltune.session import RolloutSettings
+    from skilltune.session import AgentSpec, RolloutSettings
 
 
 def reflow(text: str | None) -> str | None:
@@ -147,6 +148,14 @@ def rollout_settings(
     )  # fmt: skip
 
 
+def option_value(value: str) -> Any:
+    """An option's value: JSON when it parses (numbers, true, lists), else text (a list at commas)."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return [v.strip() for v in value.split(",")] if "," in value else value
+
+
 def parse_agent_opts(pairs: list[str] | None, flag: str = "--agent-opt") -> dict[str, Any]:
     """``key=value`` pairs; values are JSON when they parse (numbers, true, lists), else text."""
     options: dict[str, Any] = {}
@@ -154,11 +163,69 @@ def parse_agent_opts(pairs: list[str] | None, flag: str = "--agent-opt") -> dict
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"{flag} {pair!r}: write key=value, e.g. {flag} model=sonnet")
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = [v.strip() for v in value.split(",")] if "," in value else value
+        options[key.strip()] = option_value(value)
     return options
+
+
+AGENT_SYNTAX = "[NAME=]BACKEND[:key=value,key=value...]"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+# An option starts at a comma followed by ``key=``; other commas belong to a value (ignores=a,b).
+_NEXT_OPTION = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_-]*\s*=)")
+
+
+def parse_agent_spec(value: str) -> AgentSpec:
+    """One ``--agent`` value: ``codex``, ``codex:model=gpt-5.5``, ``fast=mock:crn=true,sleep_s=0.1``
+    (the name is the backend's when not given). Raises UsageError with the fix."""
+    from skilltune.session import AgentSpec
+
+    head, colon, rest = value.partition(":")
+    name, eq, backend = head.strip().partition("=")
+    if not eq:
+        backend = name
+    example = "e.g. --agent codex:model=gpt-5.5 or --agent fast=mock:crn=true"
+    if not _NAME.fullmatch(name) or not _NAME.fullmatch(backend):
+        hint = f" (options follow a colon: --agent {name}:{backend})" if eq and "=" in backend else ""
+        raise UsageError(
+            f"--agent {value!r}: write {AGENT_SYNTAX}, {example}; a name is letters, digits, - and _{hint}"
+        )
+    options: dict[str, Any] = {}
+    if colon:
+        for pair in _NEXT_OPTION.split(rest):
+            key, sep, raw = pair.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"--agent {value!r}: option {pair!r} is not key=value; {example}")
+            if key.strip() in options:
+                raise UsageError(f"--agent {value!r}: option {key.strip()!r} is given twice")
+            options[key.strip()] = option_value(raw.strip())
+    return AgentSpec(label=name, agent=backend, options=options)
+
+
+def parse_agent_specs(values: list[str] | None, agent_opt: list[str] | None) -> list[AgentSpec]:
+    """The ``--agent`` values of a command that takes several (default: the mock agent), with
+    ``--agent-opt`` merged into the only one. Raises UsageError for a name used twice, for
+    ``--agent-opt`` beside several agents, and for an option given twice."""
+    specs = [parse_agent_spec(v) for v in values or ["mock"]]
+    labels = [s.label for s in specs]
+    for label in dict.fromkeys(labels):
+        if labels.count(label) > 1:
+            raise UsageError(
+                f"--agent: {labels.count(label)} agents are named {label!r}; name each one, e.g. "
+                f"--agent a={specs[0].agent} --agent b={specs[0].agent}:crn=true (NAME=BACKEND:options)"
+            )
+    if agent_opt and len(specs) > 1:
+        raise UsageError(
+            "--agent-opt is ambiguous with several --agent: give each agent's options in its own "
+            "--agent value, e.g. --agent claude:model=sonnet --agent codex:model=gpt-5.5"
+        )
+    if agent_opt:
+        extra = parse_agent_opts(agent_opt)
+        twice = sorted(set(extra) & set(specs[0].options))
+        if twice:
+            raise UsageError(
+                f"agent option {twice[0]!r} is given both in --agent and in --agent-opt: keep one"
+            )
+        specs[0] = specs[0].model_copy(update={"options": {**specs[0].options, **extra}})
+    return specs
 
 
 def _version(value: bool) -> None:
@@ -181,6 +248,15 @@ SuiteArg = Annotated[
 ]
 AgentOpt = Annotated[
     str, typer.Option("--agent", "-a", help="Target agent backend (see `skilltune agents`).")
+]
+AgentsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent",
+        "-a",
+        help=f"Target agent {AGENT_SYNTAX} (repeatable: one column each in the transfer table; see "
+        "`skilltune agents`), e.g. --agent claude --agent codex:model=gpt-5.5 (default: mock).",
+    ),
 ]
 AgentOpts = Annotated[
     list[str] | None,

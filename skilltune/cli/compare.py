@@ -5,6 +5,7 @@ Each command imports what it runs when it runs (registering the commands loads n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,6 +16,7 @@ from rich.table import Table
 from skilltune.cli.app import (
     AgentOpt,
     AgentOpts,
+    AgentsOpt,
     CacheOpt,
     ExecutorOpt,
     FreshOpt,
@@ -29,6 +31,7 @@ from skilltune.cli.app import (
     load_suite_for,
     out,
     parse_agent_opts,
+    parse_agent_specs,
     progress_bar,
     rollout_settings,
 )
@@ -37,7 +40,7 @@ from skilltune.metric import Metric
 
 if TYPE_CHECKING:
     from skilltune.meta_eval import MetaEval
-    from skilltune.runfiles import Comparison
+    from skilltune.runfiles import Comparison, PairResult, Transfer
     from skilltune.score.trigger import Proportion, TriggerStats
     from skilltune.skill import Candidate
 
@@ -100,8 +103,83 @@ def print_comparison(comparison: Comparison) -> None:
         out.print("[yellow]warning:[/yellow] infra errors remain: some rollouts are not scored", markup=True)
 
 
+def _option_text(value: object) -> str:
+    """An agent option as written on the command line (a list at commas)."""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return json.dumps(value) if isinstance(value, bool | int | float) or value is None else str(value)
+
+
+def _pair_cell(pair: PairResult) -> str:
+    ci = f" [{pair.ci95[0]:+.3f}, {pair.ci95[1]:+.3f}]" if pair.ci95 else ""
+    return f"{pair.diff:+.3f}{ci} {pair.verdict}"
+
+
+def print_transfer(transfer: Transfer) -> None:
+    """The skill x agent table: per arm each agent's score, per pair each agent's paired difference
+    with its 95% CI and verdict, then each agent's rollouts, tokens and USD."""
+    from skilltune.textfmt import fmt
+
+    table = Table(
+        title=f"transfer: {transfer.split}, {transfer.reps} rep(s) per task, {transfer.metric} "
+        "(pairs: diff = b - a, 95% CI, verdict)",
+        title_justify="left",
+    )
+    table.add_column("arm / pair")
+    for column in transfer.agents:
+        head = column.label if column.label == column.agent else f"{column.label} ({column.agent})"
+        table.add_column(head, justify="right")
+    arms = list(transfer.arms)
+    for i, name in enumerate(arms):
+        table.add_row(
+            name if transfer.arms[name] == name else f"{name} {transfer.arms[name][:12]}",
+            *(fmt(c.scores.get(name)) for c in transfer.agents),
+            end_section=i == len(arms) - 1,
+        )
+    for k, pair in enumerate(transfer.agents[0].pairs):
+        table.add_row(
+            f"{pair.a} -> {pair.b}",
+            *(_pair_cell(c.pairs[k]) for c in transfer.agents),
+            end_section=k == len(transfer.agents[0].pairs) - 1,
+        )
+    table.add_row(
+        "rollouts",
+        *(
+            f"{c.n_rollouts} ({c.n_cached} cached)" if c.n_cached else str(c.n_rollouts)
+            for c in transfer.agents
+        ),
+    )
+    table.add_row("tokens", *(f"{c.tokens:,}" for c in transfer.agents))
+    table.add_row("USD", *(f"{c.cost_usd:.4f}" for c in transfer.agents))
+    out.print(table)
+    for column in transfer.agents:
+        options = ",".join(f"{k}={_option_text(v)}" for k, v in column.options.items())
+        named = column.agent if column.label == column.agent else f"{column.label}={column.agent}"
+        out.print(f"{column.label}: --agent {named}{':' + options if options else ''}")
+    dirty = [c.label for c in transfer.agents if c.contaminated]
+    if dirty:
+        out.print(
+            f"[yellow]warning:[/yellow] infra errors remain for {', '.join(dirty)}: some rollouts are not scored",
+            markup=True,
+        )
+
+
+def _arm_skill(name: str, path: str) -> Candidate:
+    """An arm's skill; a run directory is refused with the paths of its best and seed skills."""
+    from skilltune.skill import load_skill
+
+    folder = Path(path)
+    if (folder / "config.json").is_file() and (folder / "seed.json").is_file():
+        raise UsageError(
+            f"arm {name}={path}: {path} is a run directory, not a skill: its best skill is "
+            f"{name}={folder / 'best_skill'}, its seed {name}={folder / 'seed'}"
+        )
+    return load_skill(path)
+
+
 @app.command(
-    epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo"
+    epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo\n\n"
+    "Several agents (a transfer table): skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --agent follows=mock --agent stubborn=mock:ignores=quantify-impact,detection-gap,owned-action-items --out runs/compare-transfer"
 )
 @guarded
 def compare(
@@ -112,7 +190,7 @@ def compare(
     no_skill: Annotated[
         bool, typer.Option("--no-skill", help="Add the arm 'noskill': the agent without any skill.")
     ] = False,
-    agent: AgentOpt = "mock",
+    agent: AgentsOpt = None,
     split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
     reps: Annotated[int, typer.Option(min=1, help="Replicates per task and arm.")] = 3,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
@@ -132,10 +210,15 @@ def compare(
     judge_opt: JudgeOpts = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts."""
-    from skilltune.measure.compare import compare as skilltune_compare
-    from skilltune.skill import load_skill
+    """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts.
 
+    With several --agent, every arm runs on every agent: each agent's comparison in its own folder
+    under --out, and the transfer table (transfer.json): does a skill's gain carry to the others?
+    """
+    from skilltune.measure.compare import compare as skilltune_compare
+    from skilltune.measure.transfer import TRANSFER_FILE, compare_agents
+
+    specs = parse_agent_specs(agent, agent_opt)
     loaded = load_suite_for(suite, prompt_variant, judge_opt)
     candidates: dict[str, Candidate | None] = {}
     for spec in arms:
@@ -144,18 +227,32 @@ def compare(
             raise UsageError(f"arm {spec!r}: write NAME=SKILL, e.g. seed=examples/mock-demo/skill")
         if name in candidates or name == "noskill":
             raise UsageError(f"arm name {name!r} is used twice (or is the reserved 'noskill')")
-        candidates[name] = load_skill(path)
+        candidates[name] = _arm_skill(name, path)
     if no_skill:
         candidates["noskill"] = None
     target = out_dir or Path("runs") / f"compare-{split}-s{seed}"
+    settings = rollout_settings(
+        specs[0].agent, None, seed, workers, cache, fresh, executor, ray_address, sandbox
+    )
+    phase = "test" if split == "test" else "eval"
+    if len(specs) > 1:
+        with progress_bar(quiet) as report:
+            transfer = compare_agents(
+                loaded, candidates, specs, split=split, reps=reps, metric=metric, out=target,
+                force=force, on_record=report, settings=settings,
+            )  # fmt: skip
+        print_transfer(transfer)
+        out.print(
+            f"\ntransfer table: {target / TRANSFER_FILE}\ncomparisons: {target}/<agent>/comparison.json"
+            f"\nrecords: {target}/<agent>/rollouts/{phase}"
+        )
+        return
     with progress_bar(quiet) as report:
         comparison = skilltune_compare(
             loaded, candidates, split=split, reps=reps, metric=metric, out=target, force=force,
-            on_record=report,
-            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address, sandbox),
+            on_record=report, settings=settings.for_agent(specs[0]),
         )  # fmt: skip
     print_comparison(comparison)
-    phase = "test" if split == "test" else "eval"
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
 

@@ -138,6 +138,15 @@ def run_arms(
     return result
 
 
+def check_arms(arms: Mapping[str, Candidate | None]) -> None:
+    """Refuse fewer than two arms, or two arms of one skill."""
+    if len(arms) < 2:
+        raise UsageError("compare needs at least two arms (NAME=SKILL ..., or one skill and --no-skill)")
+    hashes = [c.hash if c else NO_SKILL for c in arms.values()]
+    if len(set(hashes)) < len(hashes):
+        raise UsageError("two arms are the same skill (same content hash): give different skills")
+
+
 def compare(
     suite: Suite | Path | str,
     arms: Mapping[str, Candidate | None],
@@ -159,11 +168,7 @@ def compare(
     ray_address, cache, fresh) are a RolloutSettings.
     """
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    if len(arms) < 2:
-        raise UsageError("compare needs at least two arms (NAME=SKILL ..., or one skill and --no-skill)")
-    hashes = [c.hash if c else NO_SKILL for c in arms.values()]
-    if len(set(hashes)) < len(hashes):
-        raise UsageError("two arms are the same skill (same content hash): give different skills")
+    check_arms(arms)
     metric = as_metric(metric)
     rollout = RolloutSettings.of(settings, **given)
     check_reps(reps)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import shlex
 from typing import Any
 
-from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary
+from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary, TransferView
 from skilltune.rundir import RunDir
-from skilltune.runfiles import Comparison, TrainConfig
+from skilltune.runfiles import Comparison, RunFileError, TrainConfig, Transfer
 from skilltune.store import REDACTED
 
 # The prefix of an exhausted run's reason (training/budget.py's BudgetExhausted) -> the flag that raises it.
@@ -65,6 +66,23 @@ def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> Held
         split=comparison.split, metric=comparison.metric, reps=comparison.reps,
         contaminated=comparison.contaminated, arms=arms, pairs=pairs,
     )  # fmt: skip
+
+
+def transfers(run: RunDir, skills: set[str]) -> list[TransferView]:
+    """The transfer tables of this run's skills: ``RUNDIR-*/transfer.json`` beside the run
+    (``skilltune compare S0=RUNDIR/seed best=RUNDIR/best_skill --agent A --agent B --out
+    RUNDIR-transfer``) whose arms hold one of ``skills`` (hashes: the seed's, the best's), by
+    folder name. Beside the run, not in it: the run's budgets and audit never count those rollouts."""
+    views = []
+    for path in sorted(run.root.parent.glob(f"{glob.escape(run.root.name)}-*/transfer.json")):
+        try:
+            table = Transfer.read(path)
+        except RunFileError as exc:  # someone else's file beside the run: said, not fatal to the report
+            views.append(TransferView(folder=path.parent.name, table=None, problem=str(exc)))
+            continue
+        if skills & set(table.arms.values()):
+            views.append(TransferView(folder=path.parent.name, table=table))
+    return views
 
 
 def _task_means(per_task: dict[str, list[float | None]]) -> list[float]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.rundir import TerminalState
+from skilltune.runfiles import Transfer
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -145,6 +146,15 @@ class PairView(BaseModel):
     verdict: str
 
 
+class TransferView(BaseModel):
+    """A transfer table of the run's skills (``skilltune compare`` with several agents, its --out
+    ``RUNDIR-<something>`` beside the run): the folder's name and the table."""
+
+    folder: str
+    table: Transfer | None  # None: the file could not be read (``problem`` says why)
+    problem: str = ""
+
+
 class HeldOut(BaseModel):
     split: str
     metric: Metric
@@ -240,6 +250,7 @@ class RunSummary(BaseModel):
     held_out: HeldOut | None = None
     held_out_missing: str = ""  # why there is no held-out comparison (read.heldout.missing) ...
     held_out_commands: list[str] = Field(default_factory=list)  # ... and the commands that make one
+    transfers: list[TransferView] = Field(default_factory=list)  # RUNDIR-*/transfer.json
     heatmap: Heatmap | None = None
     stages: list[StageCost] = Field(default_factory=list)
     lineage: list[Version] = Field(default_factory=list)

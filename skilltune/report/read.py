@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import UsageError
-from skilltune.report.heldout import held_out, missing
+from skilltune.report.heldout import held_out, missing, transfers
 from skilltune.report.lineage import read_lineage
 from skilltune.report.model import (
     AuditFinding,
@@ -116,6 +116,7 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         summary.held_out = held_out(Comparison.read(run.comparison), summary, with_ci=not light)
     else:
         summary.held_out_missing, summary.held_out_commands = missing(summary, config, run)
+    summary.transfers = transfers(run, {seed_meta.hash, summary.best})
     summary.totals = _totals(rollouts, units, proposer, active_seconds(journal), light)
     summary.budgets = _budgets(config, summary.totals)
     summary.audit = read_audit(run)

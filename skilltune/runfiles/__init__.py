@@ -43,6 +43,11 @@ unchanged (the decision unknown, no trigger statistics). Also in 8: record.json 
 rollout was sealed (``sandbox``: bwrap, none, or inert for a backend that starts no process) and
 config.json the run's ``--sandbox``; files of version 7 read as unsealed (``none``; ``inert`` for
 the mock and the direct chat targets), as they ran.
+9 = config.json's ``component`` (what the steps tune: ``body``, ``description`` or ``both``), an
+edit's op may be ``description`` (the front matter's description rewritten), gate.json's secondary
+check may name the tasks it vetoed on (``gated_on``: the joint gate of body and description edits).
+Files of version 8 read unchanged (``body``). Also in 9: transfer.json (``Transfer``, new:
+``skilltune compare`` with several agents), which no older skilltune reads.
 """
 
 from __future__ import annotations
@@ -88,6 +93,8 @@ from skilltune.runfiles.rollouts import (
     RolloutRecord,
     RolloutStatus,
     ScoredStatus,
+    Transfer,
+    TransferAgent,
 )
 from skilltune.runfiles.units import (
     UNIT_FILES,
@@ -161,6 +168,8 @@ __all__ = [
     "Statistic",
     "StrictStatistic",
     "TrainConfig",
+    "Transfer",
+    "TransferAgent",
     "UnitEnd",
     "UnitRecord",
     "Verdict",

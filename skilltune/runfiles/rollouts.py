@@ -152,3 +152,40 @@ class Comparison(RunFile):
     contaminated: bool
     arms: dict[str, ArmResult]
     pairs: list[PairResult]
+
+
+class TransferAgent(BaseModel):
+    """One agent's column of the transfer table: what a single-agent comparison computes, for it."""
+
+    label: str  # its name on the command line (its folder and column)
+    agent: str  # its backend
+    options: dict[str, Any] = Field(default_factory=dict)  # as given (secrets redacted)
+    comparison: str  # its comparison.json, relative to transfer.json's folder
+    scores: dict[str, float | None]  # arm -> held-out score on the comparison's metric
+    pairs: list[PairResult]
+    n_rollouts: int
+    n_scored: int
+    n_cached: int = 0  # records copied from the rollout cache (their tokens and USD are counted)
+    tokens: int = 0  # the agent's and the judge's, over its rollouts
+    cost_usd: float = 0.0
+    contaminated: bool = False
+
+
+class Transfer(RunFile):
+    """transfer.json of ``skilltune compare`` with several agents: the skill x agent table (each
+    agent's full comparison.json lies in its own folder beside it)."""
+
+    suite: str
+    split: str
+    reps: int
+    metric: Metric
+    contract: str | None
+    arms: dict[str, str]  # arm -> skill hash
+    agents: list[TransferAgent]
+
+    def agent(self, label: str) -> TransferAgent:
+        """The column of the agent named ``label``."""
+        for column in self.agents:
+            if column.label == label:
+                return column
+        raise KeyError(label)
