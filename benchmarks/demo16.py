@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/demo16.py                         # 10 seeds, default settings
     .venv/bin/python benchmarks/demo16.py --gate-opt max_reps=3   # a variant beside it
+    .venv/bin/python benchmarks/demo16.py --carry screen          # train's --carry beside it
 
 Each run is `skilltune train benchmarks/fixtures/mock-demo-16/suite --skill .../skill --agent mock
 --proposer mock --max-steps 10 --seed S` (seeds 11-20 by default: not the demo's 1), in a temporary
@@ -59,11 +60,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(11, 21)))
     parser.add_argument("--gate-opt", action="append", default=[], help="a gate option for every run")
+    parser.add_argument("--carry", choices=["off", "screen", "gate"], default=None, help="train's --carry")
     parser.add_argument("--label", default=None, help="the entry's name in the JSON (default: the options)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "demo16.json")
     args = parser.parse_args()
     extra = [x for opt in args.gate_opt for x in ("--gate-opt", opt)]
-    label = args.label or (" ".join(args.gate_opt) or "default")
+    extra += ["--carry", args.carry] if args.carry else []
+    label = args.label or (" ".join(extra).removeprefix("--gate-opt ") or "default")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="demo16-") as tmp:
         rows = [one_run(seed, extra, Path(tmp)) for seed in args.seeds]

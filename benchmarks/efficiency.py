@@ -157,6 +157,10 @@ def designs() -> dict[str, tuple[Gating, Decider | None]]:
     }
     for name, design in variant.items():
         out[f"default, {name}"] = (Gating(name, design, screen=True), real_gate(design))
+    out["default, --carry screen"] = (
+        Gating("carry", default, screen=True, extra={"carry": "screen"}),
+        real_gate(default),
+    )
     out["default, equal split"] = (Gating("eq", default, "equal", screen=True), real_gate(default))
     out["default, levels by planned step"] = (
         Gating("step", default, screen=True, extra={"levels_by": "step"}),

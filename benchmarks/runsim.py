@@ -83,7 +83,10 @@ class Gating:
     ``extra``: ``levels_by="step"`` gives a decision the level of its planned step (steps and
     epoch updates in order, gated or not) rather than of the gated decisions before it;
     ``winner_reference=True`` makes a kept candidate's own gate rollouts the new incumbent's
-    (skill-trainer's reference set) instead of fresh ones."""
+    (skill-trainer's reference set) instead of fresh ones; ``carry="screen"`` is ``--carry
+    screen`` (a candidate that beats its parent on the train screen, before an epoch's last step,
+    is not gated: the next step's candidate adds its effects to it; a step with nothing new, or
+    whose own candidate the screen drops, gates the carried one)."""
 
     name: str
     design: Design
@@ -129,6 +132,9 @@ def training_runs(
     kept, false_kept, useless = np.zeros(runs), np.zeros(runs), np.zeros(runs)
     kept_epoch = np.zeros(runs, dtype=bool)
     by_step = gating.extra.get("levels_by") == "step"
+    carry = gating.extra.get("carry") == "screen"
+    pending = np.zeros(runs, dtype=bool)  # a carried candidate not gated yet (--carry screen)
+    pend_val, pend_pop, pend_helps = rates.copy(), pop.copy(), np.zeros(runs, dtype=bool)
     if decider is None:
 
         def decider(
@@ -141,27 +147,48 @@ def training_runs(
         units.append("step")
         if step % shape.epoch_steps == 0:
             units.append("epoch")
-    for unit in units:
+    for number, unit in enumerate(units):
+        base, pop_base = rates, pop  # what the unit builds on
         if unit == "step":
             cost["train"] += shape.batch
             present = rng.random(runs) >= proposals.empty
             effect, pop_effect, helps = proposals.draw(rng, runs, n, held)
+            if carry:
+                base = np.where(pending[:, None], pend_val, rates)
+                pop_base = np.where(pending[:, None], pend_pop, pop)
         else:
             cost["epoch"] += np.where(kept_epoch, 2 * shape.slow_sample, 0)
             present = kept_epoch.copy()  # a slow update restates what was kept: no effect on average
             kept_epoch[:] = False
             neutral = Proposals(helpful=0.0, harmful=0.0, spread=proposals.spread)
             effect, pop_effect, helps = neutral.draw(rng, runs, n, held)
-        cand = np.clip(rates + effect, 0.0, 1.0)
-        pop_cand = np.clip(pop + pop_effect, 0.0, 1.0)
-        truth = (cand - rates).mean(axis=1)
+        cand = np.clip(base + effect, 0.0, 1.0)
+        pop_cand = np.clip(pop_base + pop_effect, 0.0, 1.0)
+        if carry and unit == "step":  # a candidate on top of a carried one: does the sum help?
+            helps = np.where(pending, (pop_cand - pop).mean(axis=1) > 1e-9, helps)
         if gating.screen and unit == "step":
             cost["screen"] += np.where(present, shape.batch, 0)
             tasks = rng.integers(0, held, (runs, shape.batch))  # train tasks: the population's, not val's
             rows = np.arange(runs)[:, None]
-            before = (rng.random((runs, shape.batch)) < pop[rows, tasks]).mean(axis=1)
+            before = (rng.random((runs, shape.batch)) < pop_base[rows, tasks]).mean(axis=1)
             after = (rng.random((runs, shape.batch)) < pop_cand[rows, tasks]).mean(axis=1)
-            present &= ~(after < before)
+            if carry:
+                last = units[number + 1 :].count("step") == 0 or (
+                    number + 1 < len(units) and units[number + 1] == "epoch"
+                )
+                defer = present & (after > before) & (not last)
+                alone = pending & (~present | (after < before))  # the carried candidate gated as it is
+                cand = np.where(alone[:, None], pend_val, cand)
+                pop_cand = np.where(alone[:, None], pend_pop, pop_cand)
+                helps = np.where(alone, pend_helps, helps)
+                pend_val = np.where(defer[:, None], cand, pend_val)
+                pend_pop = np.where(defer[:, None], pop_cand, pend_pop)
+                pend_helps = np.where(defer, helps, pend_helps)
+                present = (present & ~(after < before) & ~defer) | alone
+                pending = (pending | defer) & ~present
+            else:
+                present &= ~(after < before)
+        truth = (cand - rates).mean(axis=1)
         idx = np.nonzero(present)[0]
         accepted = np.zeros(runs, dtype=bool)
         live = idx[:0]

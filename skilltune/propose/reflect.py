@@ -161,8 +161,8 @@ def rejected_buffer(done: list[UnitRecord], limit: int = 12) -> list[RejectedEdi
     """The latest edits not kept, with what decided them (never a val figure), for the next proposer prompt."""
     out = []
     for record in done:
-        if record.kind != "step" or record.verdict == "keep":
-            continue
+        if record.kind != "step" or record.verdict == "keep" or record.decision == "defer":
+            continue  # a deferred candidate is not rejected: the next step builds on it
         evidence = outcome(record)
         texts = record.edit_texts or [""] * len(record.edits)
         out += [

@@ -113,6 +113,8 @@ class UnitView(BaseModel):
     cost_usd: float = 0.0
     seconds: float = 0.0
     edits: list[str] = Field(default_factory=list)
+    carried: int | None = None  # --carry: the step whose candidate this unit's was built on
+    carried_edits: int = 0  # how many of ``edits`` came from it
     # detail (report only)
     proposed: list[EditView] = Field(default_factory=list)
     diff: str = ""

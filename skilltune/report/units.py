@@ -47,7 +47,8 @@ def unit_view(record: UnitRecord, folder: Path) -> UnitView:
         verdict=record.verdict, decision=record.decision, reason=record.reason,
         candidate=record.candidate, parent=record.parent, val_candidate=record.val_candidate,
         val_incumbent=record.val_incumbent, alpha=record.alpha, rollouts=record.rollouts,
-        tokens=record.tokens, cost_usd=record.cost_usd, edits=record.edits,
+        tokens=record.tokens, cost_usd=record.cost_usd, edits=record.edits, carried=record.carried,
+        carried_edits=record.carried_edits,
     )  # fmt: skip
     gate = folder / "gate.json"
     if gate.is_file():

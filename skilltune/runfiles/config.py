@@ -100,6 +100,12 @@ class TrainConfig(BaseModel):
     reps: int = Field(default=1, ge=1, description="Replicates per task in train and gate passes.")
     test_reps: int = Field(default=3, ge=1, description="Replicates per task in the final test.")
     screen: bool = Field(default=True, description="Screen candidates on the train batch before the gate.")
+    carry: Literal["off", "screen", "gate"] = Field(
+        default="off",
+        description="Carry a candidate's edits into the next step: screen (one that beats its parent on the "
+        "train screen is not gated yet; the next step builds on it) or gate (one the gate did not keep for "
+        "lack of evidence, with a positive val gain and no harm).",
+    )
     budget_rollouts: int | None = Field(
         default=None, ge=1, description="Most rollouts to spend (unset: no limit)."
     )

@@ -265,6 +265,8 @@ class Verdict(RunFile):
     reused: int = 0  # incumbent rollouts taken from earlier decisions (not run here)
     prefetched: int = 0  # incumbent rollouts run ahead for rounds this decision did not reach
     gated_on: str | None = None  # the joint gate's scope (training/secondary.py); None: every gated task
+    carried: int | None = None  # --carry: the step whose candidate's edits this candidate carried
+    carried_edits: list[str] = Field(default_factory=list)  # those edits
 
     @property
     def accept(self) -> bool:
@@ -308,10 +310,14 @@ class UnitRecord(RunFile):
     cost_usd: float = 0.0
     edits: list[str] = Field(default_factory=list)
     edit_texts: list[str] = Field(default_factory=list)
+    carried: int | None = None  # --carry: the step whose candidate this one was built on
+    carried_edits: int = 0  # how many of ``edits`` (the first ones) were carried from it
 
     def row(self) -> dict[str, Any]:
         """The unit's results.tsv row."""
         description = "; ".join(self.edits[:3]) if self.edits else self.reason
+        if self.carried is not None:
+            description = f"[{self.carried_edits} edit(s) carried from step {self.carried}] {description}"
         if self.verdict != "keep" and self.edits:
             description = f"{description} ({self.reason})"
         return {

@@ -45,6 +45,9 @@ class Draft:
     metric: Metric
     edits: list[str] = field(default_factory=list)
     edit_texts: list[str] = field(default_factory=list)
+    carried: int | None = None  # the step whose candidate this one was built on (--carry)
+    carried_edits: int = 0  # how many of ``edits`` (the first ones) it carried
+    note: str = ""  # said before the verdict's reason (a carried candidate gated in place of this step's)
 
     def record(
         self, candidate: str, verdict: Literal["keep", "discard"], decision: str, reason: str
@@ -52,12 +55,16 @@ class Draft:
         return UnitRecord(
             kind=self.unit.kind, index=self.unit.index, step=self.step, epoch=self.epoch,
             candidate=candidate, parent=self.parent, verdict=verdict, decision=decision, reason=reason,
-            metric=self.metric, edits=self.edits, edit_texts=self.edit_texts,
+            metric=self.metric, edits=self.edits, edit_texts=self.edit_texts, carried=self.carried,
+            carried_edits=self.carried_edits,
         )  # fmt: skip
 
     def judged(self, candidate: Candidate, verdict: Verdict) -> UnitRecord:
         record = self.record(
-            candidate.hash, "keep" if verdict.accept else "discard", verdict.decision, verdict.reason
+            candidate.hash,
+            "keep" if verdict.accept else "discard",
+            verdict.decision,
+            self.note + verdict.reason,
         )
         return record.model_copy(
             update={
@@ -214,10 +221,14 @@ def settle(
     done: list[UnitRecord],
     own_block: str | None = None,
     screen: Callable[[], str | None] | None = None,
+    defer: Callable[[], str | None] | None = None,
+    fallback: Callable[[str], tuple[Candidate, Draft]] | None = None,
 ) -> UnitRecord:
-    """Lint -> stage -> [screen] -> gate -> close. ``own_block``: the PROTECTED block this unit
-    may rewrite (the epoch slow update's); ``screen``: a cheaper check first (the reason to
-    discard, or None to go on to the gate)."""
+    """Lint -> stage -> [screen] -> [defer] -> gate -> close. ``own_block``: the PROTECTED block this
+    unit may rewrite (the epoch slow update's); ``screen``: a cheaper check first (the reason to
+    discard, or None to go on); ``defer``: the reason to close the unit ungated so the next step
+    builds on its candidate (``--carry screen``), or None; ``fallback``: given the screen's reason,
+    the candidate (and draft) to gate instead of a screened-out one (a carried candidate)."""
     folder = draft.unit.folder(ctx.run)
     problem = lint_edit(candidate, incumbent, ctx.config.growth_cap, own_block)
     if problem is None:
@@ -234,11 +245,19 @@ def settle(
     ctx.repo.stage(candidate)
     if screen is not None:
         reason = screen()
-        if reason is not None:
+        if reason is not None and fallback is None:
             return close(ctx, draft.record(candidate.hash, "discard", "screen", reason), None)
+        if reason is not None and fallback is not None:
+            candidate, draft = fallback(reason)
+            ctx.repo.stage(candidate)
+            defer = None
+    reason = defer() if defer is not None else None
+    if reason is not None:  # no gate yet: the next step builds on this candidate
+        return close(ctx, draft.record(candidate.hash, "discard", "defer", reason), None)
     ctx.progress.phase = "gate"
     with ctx.stage(draft.unit.name, "gate") as info:
-        verdict = decide(ctx, folder, candidate, incumbent, draft.unit.seq, done)
+        carried = (draft.carried, draft.edits[: draft.carried_edits]) if draft.carried is not None else None
+        verdict = decide(ctx, folder, candidate, incumbent, draft.unit.seq, done, carried)
         info["rollouts"] = verdict.rollouts + verdict.prefetched
     return close(ctx, draft.judged(candidate, verdict), candidate if verdict.accept else None)
 
@@ -266,8 +285,10 @@ def decide(
     incumbent: Candidate,
     seq: int,
     done: list[UnitRecord],
+    carried: tuple[int, list[str]] | None = None,
 ) -> Verdict:
-    """The gate on val at this decision's level; gate.json is its memo."""
+    """The gate on val at this decision's level; gate.json is its memo (with the step and edits the
+    candidate carried, under ``--carry``)."""
     path = folder / "gate.json"
     if path.is_file():
         verdict = Verdict.read(path)
@@ -296,6 +317,8 @@ def decide(
                 verdict = verdict.model_copy(update={"gated_on": sampler.scope.note})
         if level is not None:
             verdict = verdict.model_copy(update={"alpha": level})
+        if carried is not None:
+            verdict = verdict.model_copy(update={"carried": carried[0], "carried_edits": carried[1]})
         if verdict.decision != "contaminated":  # a resumed unit must re-run the failed rollouts
             verdict.write(path)
     if verdict.decision == "contaminated":

@@ -10,6 +10,7 @@ candidate/), so a resumed step skips what is done; every random choice is derive
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from skilltune.proposal import Edit
@@ -27,7 +28,7 @@ from skilltune.training.context import RunContext
 from skilltune.training.gating import Draft, close, settle
 from skilltune.training.rollouts import Records, replicate_base
 from skilltune.training.session import BlockedError
-from skilltune.training.units import Unit, incumbent
+from skilltune.training.units import Unit, base_of, incumbent
 
 
 def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
@@ -38,27 +39,48 @@ def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
     epoch = (n - 1) // c.epoch_steps + 1
     ctx.progress.step, ctx.progress.epoch, ctx.progress.phase = n, epoch, "train"
     parent = incumbent(ctx.run, done, ctx.seed)
+    base, carry = base_of(ctx.run, done, ctx.seed, c.carry)  # base: what this step builds on
     train = ctx.suite.tasks("train")
     tasks = [train[i] for i in sorted(ctx.rng(n, "batch").sample(range(len(train)), ctx.plan.batch))]
 
     with ctx.stage(unit.name, "rollout") as info:
-        evidence = _train_evidence(ctx, unit, tasks, parent)
+        evidence = _train_evidence(ctx, unit, tasks, base)
         info["rollouts"] = len(evidence)
     ctx.progress.phase = "reflect"
     with ctx.stage(unit.name, "reflect") as info:
-        proposal = _reflect(ctx, unit, parent, evidence, done)
+        proposal = _reflect(ctx, unit, base, evidence, done)
         info["calls"] = len(proposal.calls)
         info["tokens_in"] = sum(call.tokens_in or 0 for call in proposal.calls)
         info["tokens_out"] = sum(call.tokens_out or 0 for call in proposal.calls)
     with ctx.stage(unit.name, "edit"):
         shown = {f"{r.task_id}#r{r.replicate}" for r, _ in evidence}
-        candidate, edits, problem = _make_candidate(ctx, unit, parent, proposal, shown)
+        candidate, edits, problem = _make_candidate(ctx, unit, base, proposal, shown)
+    carried_edits = carry.edits if carry is not None else []
+    carried_texts = carry.edit_texts if carry is not None else []
     draft = Draft(
         unit, step=n, epoch=epoch, parent=parent.hash, metric=c.metric,
-        edits=[e.compact() for e in edits], edit_texts=[e.text for e in edits],
+        edits=[*carried_edits, *(e.compact() for e in edits)],
+        edit_texts=[*carried_texts, *(e.text for e in edits)],
+        carried=carry.index if carry is not None else None, carried_edits=len(carried_edits),
     )  # fmt: skip
+    pending = carry is not None and carry.decision == "defer"  # a carried candidate not gated yet
+
+    def carried_alone(why: str) -> tuple[Candidate, Draft]:
+        """The carried candidate in place of this step's own: it is gated now, as it was."""
+        base.save(folder / "candidate")
+        write_text(folder / "candidate_skill.md", base.text)
+        own = f"{len(edits)} own edit(s) {why}; " if edits else ""
+        note = f"{own}the candidate carried from step {carry.index if carry else '?'} gated: "
+        alone = replace(draft, edits=carried_edits, edit_texts=carried_texts, note=note)
+        return base, alone
+
+    if candidate is None and pending:
+        candidate, draft = carried_alone(f"not applied ({problem})" if problem else "")
+        return settle(ctx, draft, candidate, parent, done)
     if candidate is None:
         return close(ctx, draft.record(parent.hash, "discard", "empty", problem or ""), None)
+    last = n == c.total_steps or n % c.epoch_steps == 0  # a candidate is gated before an epoch update
+    figures: dict[str, float] = {}  # the screen's train scores: before (the parent), after
 
     def screen() -> str | None:
         """Discard a candidate that does worse than the incumbent on the very train batch."""
@@ -71,9 +93,22 @@ def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
         after = accuracy([r for r, _ in screened], c.metric)
         if before is not None and after is not None and after < before:
             return f"screen: train {after:.3f} < {before:.3f}"
+        if before is not None and after is not None:
+            figures.update(before=before, after=after)
         return None
 
-    return settle(ctx, draft, candidate, parent, done, screen=screen if c.screen else None)
+    def defer() -> str | None:
+        """``--carry screen``: a candidate that beat its parent on the train screen goes on ungated."""
+        if c.carry != "screen" or last or not figures or figures["after"] <= figures["before"]:
+            return None
+        if c.component_at(n + 1) != c.component_at(n):  # --component both: the next step's gate is
+            return None  # on the other component's tasks, so this candidate is gated on its own now
+        return f"carried on ungated: train {figures['after']:.3f} > {figures['before']:.3f}"
+
+    return settle(
+        ctx, draft, candidate, parent, done, screen=screen if c.screen else None, defer=defer,
+        fallback=(lambda why: carried_alone(f"screened out ({why})")) if pending else None,
+    )  # fmt: skip
 
 
 def _train_evidence(ctx: RunContext, unit: Unit, tasks: list[Task], parent: Candidate) -> Records:
