@@ -68,6 +68,10 @@ class Gate(ABC, Generic[GateOptionsT]):
     def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
         self.metric = as_metric(metric)
         self.reps = reps
+        # Val tasks whose drop is a trade-off rather than a harm: trigger tasks, each one query on the
+        # boundary between loading and not loading, where a rewrite that wins many queries may lose a
+        # few (the test of the mean weighs them). A per-task check (the harm veto) passes over them.
+        self.trade_offs: frozenset[str] = frozenset()
         # Options and the type parameter name the same model (a ClassVar cannot hold a type parameter)
         self.options = cast(GateOptionsT, self.Options.model_validate(settings))
 

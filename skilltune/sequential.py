@@ -63,7 +63,8 @@ class SequentialGate(Gate[SequentialOptions]):
     ``stop_on_repeat`` also as soon as no later round can change the decision
     (stats/rounds.py). Once the path has crossed, the harm veto (stats/harm.py) rejects when
     a val task fell by more than ``harm_tolerance`` with confidence, and asks for one more
-    round when a task fell that far before any noise estimate exists. Each round records
+    round when a task fell that far before any noise estimate exists (trigger tasks, the gate's
+    ``trade_offs``, are not vetoed one by one: the mean weighs a query won against one lost). Each round records
     every task's pair of replicates and scores.
 
     Defaults (documented in the README): ``alpha`` is set per decision by the run's
@@ -206,6 +207,7 @@ class SequentialGate(Gate[SequentialOptions]):
                 q.candidate - q.incumbent for q in got if q.candidate is not None and q.incumbent is not None
             ]
             for task, got in by_task.items()
+            if task not in self.trade_offs
         }
         seen = harm(diffs, o.harm_tolerance, o.harm_confidence)
         return HarmCheck(

@@ -29,8 +29,7 @@ from tests.helpers import REPO, quiet, rule_task, write_skill, write_suite
 DEMO = REPO / "examples" / "trigger-demo"
 NULL = REPO / "examples" / "trigger-null"
 SEED = "Writes release notes from merged pull requests. Use when the user asks for release notes."
-DEMO_SETTINGS: dict[str, Any] = {"agent": "mock", "proposer": "mock", "component": "description", "batch": 29}
-DEMO_GATE = {"harm_tolerance": 2}
+DEMO_SETTINGS: dict[str, Any] = {"agent": "mock", "proposer": "mock", "component": "description"}
 
 
 def case(i: str, prompt: str, should: bool, description: str = SEED) -> TriggerCase:
@@ -153,7 +152,7 @@ def test_the_joint_gate_gates_a_candidate_on_its_own_components_tasks(tmp_path: 
 
 def _demo_run(tmp_path: Path, suite: Path, tag: str) -> Path:
     result = train(
-        suite, DEMO / "skill", tag=tag, runs_dir=str(tmp_path), gate_options=DEMO_GATE, reporter=quiet(),
+        suite, DEMO / "skill", tag=tag, runs_dir=str(tmp_path), reporter=quiet(),
         **DEMO_SETTINGS,
     )  # fmt: skip
     return Path(result.run_dir)

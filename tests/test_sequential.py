@@ -508,6 +508,22 @@ def test_a_task_hurt_beyond_the_tolerance_blocks_a_keep() -> None:
     assert off.decision == "accept" and len(off.rounds) == 1 and off.harm is None
 
 
+def test_a_trigger_query_lost_by_a_rewrite_is_a_trade_off_not_a_harm() -> None:
+    """The same data as above, but t_harm is a trigger task (the gate's ``trade_offs``): a description
+    that wins 12 queries and loses one for good is kept in round 1, with no harm record naming it;
+    a body task beside it that falls the same way still blocks the keep."""
+    gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
+    gate.trade_offs = frozenset({"t_harm"})
+    kept = gate.decide(sampler := TableSampler(_helps_twelve([(1.0, 0.0)])))
+    assert kept.decision == "accept" and sampler.calls == 1
+    assert kept.harm is not None and kept.harm.suspects == {} and kept.harm.harmed == {}
+    body = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
+    body.trade_offs = frozenset({"t_harm"})
+    table = _helps_twelve([(1.0, 0.0)]) | {"b_hurt": [(1.0, 0.0)]}
+    vetoed = body.decide(TableSampler(table))
+    assert vetoed.decision == "reject" and vetoed.harm is not None and set(vetoed.harm.harmed) == {"b_hurt"}
+
+
 def test_a_drop_within_the_replicate_noise_does_not_block_a_keep() -> None:
     """The task falls in round 1 and ties in round 2 (mean -0.5, a suspect), but the noise pooled over
     the tasks says one flip is what replicates do: the keep stands, and the reason says so."""

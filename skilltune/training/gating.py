@@ -311,6 +311,7 @@ def decide(
             sampler = ValSampler(
                 ctx.rollouts, folder, val, candidate, incumbent, seq, pool, gate.max_replicates
             )
+            gate.trade_offs = frozenset(t.id for t in val if ctx.suite.scoring_mode(t) == "trigger")
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)
