@@ -219,9 +219,12 @@ def val_size_notes(val_tasks: int, levels: list[float], alpha: float | None = No
     )
 
 
-def suite_size_notes(val_tasks: int, levels: list[float], alpha: float) -> list[str]:
+def suite_size_notes(
+    val_tasks: int, levels: list[float], alpha: float, vetoed: int | None = None
+) -> list[str]:
     """What suite size a run at these decision levels needs: how many val tasks a rule must change,
-    and how likely a harm confined to a share of the tasks is to be absent from the val split."""
+    and how likely a harm confined to a share of the tasks is to be absent from the val split
+    (``vetoed``: the val tasks the harm veto looks at, the body tasks; None: every one)."""
     if not levels or val_tasks < 1:
         return []
     first, last, k = tasks_to_accept(levels[0]), tasks_to_accept(levels[-1]), len(levels)
@@ -235,11 +238,15 @@ def suite_size_notes(val_tasks: int, levels: list[float], alpha: float) -> list[
         f"decision and {last} at its last ({share}); a rule that matters to a quarter of the tasks needs "
         f"{4 * last} val tasks to be keepable at every decision"
     )
-    miss = {h: (1 - h) ** val_tasks for h in (0.1, 0.2)}
+    checked = val_tasks if vetoed is None else vetoed
+    if checked == 0:
+        return [size, "harm: the val tasks are all trigger tasks, which the harm veto passes over (a request "
+                "lost for many won is a trade-off the test of the mean weighs)"]  # fmt: skip
+    miss = {h: (1 - h) ** checked for h in (0.1, 0.2)}
     need = {h: math.ceil(math.log(alpha / k) / math.log(1 - h)) for h in (0.1, 0.2)}
     harm = (
         f"harm: an edit that breaks 10% (20%) of the task population finds none of those tasks among "
-        f"{val_tasks} val tasks with chance {miss[0.1]:.0%} ({miss[0.2]:.1%}) per decision, where the harm "
+        f"{checked} {'val' if vetoed is None else 'body'} tasks with chance {miss[0.1]:.0%} ({miss[0.2]:.1%}) per decision, where the harm "
         f"veto cannot see it; {need[0.1]} ({need[0.2]}) val tasks keep that under alpha {alpha:g} over "
         f"{k} decisions"
     )

@@ -422,3 +422,18 @@ def test_val_size_notes_say_when_fewer_steps_cannot_help() -> None:
     size, _ = suite_size_notes(4, levels, 0.05)
     assert "(these 4 val tasks are too few for any of them)" in size
     assert "(these 5 val tasks are too few for some of them)" in suite_size_notes(5, levels, 0.05)[0]
+
+
+def test_the_harm_note_counts_only_the_tasks_the_veto_looks_at() -> None:
+    """Trigger tasks are not vetoed one by one: a suite of them alone gets no harm arithmetic, and a
+    mixed one counts its body tasks."""
+    from skilltune.gate import suite_size_notes
+    from skilltune.stats.alpha import RunAlpha
+
+    levels = RunAlpha(0.05, "spend", 10).planned_levels()
+    assert "among 28 val tasks" in suite_size_notes(28, levels, 0.05)[1]
+    assert suite_size_notes(28, levels, 0.05, vetoed=0)[1].startswith(
+        "harm: the val tasks are all trigger tasks"
+    )
+    mixed = suite_size_notes(28, levels, 0.05, vetoed=10)[1]
+    assert "among 10 body tasks with chance 35%" in mixed

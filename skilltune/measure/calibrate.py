@@ -172,12 +172,18 @@ def calibrate(
         levers=levers(regime, flaky, flat, len(tasks), reps) + ([gate_warning] if gate_warning else []),
         gate_levels={"first": round(levels[0], 6), "last": round(levels[-1], 6)},
         tasks_to_accept={"first": tasks_to_accept(levels[0]), "last": tasks_to_accept(levels[-1])},
-        suite_size=suite_size_notes(len(tasks), levels, DEFAULT_ALPHA),
+        suite_size=suite_size_notes(len(tasks), levels, DEFAULT_ALPHA, _vetoed(suite, split, len(tasks))),
         tasks=tasks,
         judge=_judge_noise(suite, out, metric, values),
     )
     write_json(out / "calibration.json", calibration)
     return calibration
+
+
+def _vetoed(suite: Suite, split: str, n: int) -> int | None:
+    """The split's tasks the harm veto looks at (its body tasks) when it holds trigger tasks, else None."""
+    trigger = sum(suite.scoring_mode(t) == "trigger" for t in suite.tasks(split))
+    return n - trigger if trigger else None
 
 
 def _judge_noise(

@@ -105,7 +105,10 @@ def _warn_val_size(ctx: RunContext) -> None:
     note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha)
     if note:
         ctx.reporter.line(note)
-    for line in suite_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha):
+    val = ctx.suite.tasks("val")
+    trigger = sum(ctx.suite.scoring_mode(t) == "trigger" for t in val)
+    vetoed = len(val) - trigger if trigger else None
+    for line in suite_size_notes(len(val), levels, ctx.gate.run_alpha.alpha, vetoed):
         ctx.reporter.line(line)
     if warning:
         ctx.reporter.line(warning)
