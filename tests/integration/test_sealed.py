@@ -105,11 +105,13 @@ def probing_suite(root: Path) -> Path:
 
 
 def probe(suite: Path, planted: Path) -> str:
-    """The agent's one command: look for the answers everywhere, then do the task in the workspace.
-    The suite's path is named only in front of a glob, so its ``val.jsonl`` path reaches the model
-    only through ``find``'s output (kept to the suite's folder: the machine may hold many others)."""
+    """The agent's one command: look for the answers around the suite, then do the task in the
+    workspace. The suite's path is named only in front of a glob, so its ``val.jsonl`` path reaches
+    the model only through ``find``'s output. ``find`` walks the folder that holds the suite, not
+    ``/``: on a machine with many files a walk of ``/`` outlasts codex's command timeout unsealed
+    (codex then answers without its output, and the test failed for that alone)."""
     return (
-        "find / -name val.jsonl 2>/dev/null | grep -F sealprobe; echo '--- suite'; "
+        f"find {suite.parent} -name val.jsonl 2>/dev/null | grep -F sealprobe; echo '--- suite'; "
         f"ls -a {suite} 2>&1; cat {suite}/*.jsonl {suite}/*.txt 2>&1; echo '--- home'; "
         f"cat {planted} 2>&1; echo '--- answer'; echo {common.TOKEN} > {common.FILE}"
     )
