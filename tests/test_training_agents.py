@@ -195,3 +195,20 @@ def test_the_plan_counts_every_agents_rollouts() -> None:
     )  # fmt: skip
     assert three.total(2, 1) == 3 * one.total(2, 1)
     assert "each x3 agents" in three.explain_step() and "agents" not in one.explain_step()
+
+
+def test_a_config_file_names_several_agents_in_agents_tables(tmp_path: Path) -> None:
+    from skilltune.cli.train import read_config_file
+
+    path = tmp_path / "run.toml"
+    path.write_text(
+        'agents-gate = "mean"\n\n[[agents]]\nlabel = "a"\nagent = "mock"\noptions = { ignores = ["x"] }\n\n'
+        '[[agents]]\nlabel = "b"\nagent = "mock"\n'
+    )
+    settings = read_config_file(path)
+    config = _config(**settings)
+    assert [(a.label, a.options) for a in config.agents] == [("a", {"ignores": ["x"]}), ("b", {})]
+    assert config.agents_gate == "mean"
+    path.write_text('[[agents]]\nlabel = "a"\nagent = "mock"\n')
+    with pytest.raises(UsageError, match="give two or more"):  # checked with the whole run's settings
+        _config(**read_config_file(path))
