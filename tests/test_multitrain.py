@@ -60,6 +60,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "--agents-gate", "mean", "--quiet", *agents],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    assert "harmed 0.000>" in result.output and "HURT" in result.output  # each agent's figures printed
     return root
 
 
