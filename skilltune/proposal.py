@@ -16,8 +16,9 @@ class Trajectory(BaseModel):
     """One train rollout as the analyst sees it. Train evidence only: the scorer's ``feedback``
     (as the suite's policy allows) and, for receipt modes, the score's checks."""
 
-    id: str  # "<task id>#r<replicate>"
+    id: str  # "<task id>#r<replicate>"; several agents: "<label>/<task id>#r<replicate>"
     task_id: str
+    agent: str | None = None  # the label of the agent that ran it (a run with several agents)
     prompt: str
     output: str
     hard: int

@@ -200,6 +200,8 @@ class RunDir:
             return " ".join(str(value).split()).replace("\t", " ")
 
         rows = [record.row() for record in records]
-        lines = ["\t".join(RESULTS_HEADER)]
-        lines += ["\t".join(cell(row.get(col)) for col in RESULTS_HEADER) for row in rows]
+        # a run with several agents adds each gate's per-agent figures (one agent: the columns as before)
+        header = (*RESULTS_HEADER, "agents") if any("agents" in row for row in rows) else RESULTS_HEADER
+        lines = ["\t".join(header)]
+        lines += ["\t".join(cell(row.get(col)) for col in header) for row in rows]
         write_text(self.results, "\n".join(lines) + "\n")

@@ -30,7 +30,7 @@ from skilltune.execute import Executor, make_executor
 from skilltune.rollout.cache import RolloutCache
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
 from skilltune.rollout.workspace import check_placement, check_target, placed_prompts
-from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.runfiles import AgentSpec, Phase, RolloutRecord
 from skilltune.sandbox import UNSEALED, SandboxChoice, Seal, resolve
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
@@ -68,17 +68,6 @@ class RolloutSettings(BaseModel):
     def for_agent(self, spec: AgentSpec) -> RolloutSettings:
         """These settings with ``spec``'s backend and options (the rest shared by every agent)."""
         return self.model_copy(update={"agent": spec.agent, "agent_options": dict(spec.options)})
-
-
-class AgentSpec(BaseModel):
-    """One target agent of a command that runs several: its label (the name of its output folder
-    and of its column in the transfer table), its backend and that backend's options."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    label: str
-    agent: str
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -249,7 +249,7 @@ def test_joining_a_cluster_started_with_ray_start_with_token_authentication(tmp_
 def test_ray_runs_several_agents_as_local_workers_do(tmp_path: Path, ray_executor: RayExecutor) -> None:
     """compare with two agents on one shared Ray executor: the transfer table local workers give."""
     from skilltune.measure.transfer import compare_agents
-    from skilltune.session import AgentSpec
+    from skilltune.runfiles import AgentSpec
 
     arms = {"seed": load_skill(MOCK_SKILL), "good": load_skill(GOOD_SKILL)}
     agents = [

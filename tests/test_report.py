@@ -379,7 +379,7 @@ def test_report_shows_the_transfer_table_of_a_compare_inside_the_run(demo: Path,
     held-out section shows each agent's scores and verdicts (issue 22); a table of other skills
     beside it is not this run's."""
     from skilltune.measure.transfer import compare_agents
-    from skilltune.session import AgentSpec
+    from skilltune.runfiles import AgentSpec
     from skilltune.skill import load_skill
     from tests.helpers import MOCK_SUITE
 

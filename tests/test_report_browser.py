@@ -97,7 +97,7 @@ def test_the_transfer_table_shows_in_chromium(demo: Path, tmp_path: Path) -> Non
     import shutil
 
     from skilltune.measure.transfer import compare_agents
-    from skilltune.session import AgentSpec
+    from skilltune.runfiles import AgentSpec
     from skilltune.skill import load_skill
     from tests.helpers import MOCK_SUITE
 

@@ -16,8 +16,7 @@ from skilltune.cli.app import parse_agent_spec, parse_agent_specs
 from skilltune.errors import UsageError
 from skilltune.measure.compare import compare
 from skilltune.measure.transfer import TRANSFER_FILE, compare_agents
-from skilltune.runfiles import SCHEMA_VERSION, Comparison, RolloutRecord, Transfer
-from skilltune.session import AgentSpec
+from skilltune.runfiles import SCHEMA_VERSION, AgentSpec, Comparison, RolloutRecord, Transfer
 from skilltune.skill import Candidate, load_skill
 from tests.helpers import GOOD_SKILL, MOCK_SKILL, MOCK_SUITE
 

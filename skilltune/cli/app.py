@@ -22,8 +22,8 @@ from skilltune.errors import SkilltuneError, UsageError
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from skilltune.runfiles import RolloutRecord
-    from skilltune.session import AgentSpec, RolloutSettings
+    from skilltune.runfiles import AgentSpec, RolloutRecord
+    from skilltune.session import RolloutSettings
 
 
 def reflow(text: str | None) -> str | None:
@@ -176,7 +176,7 @@ _NEXT_OPTION = re.compile(r",(?=\s*[A-Za-z_][A-Za-z0-9_-]*\s*=)")
 def parse_agent_spec(value: str) -> AgentSpec:
     """One ``--agent`` value: ``codex``, ``codex:model=gpt-5.5``, ``fast=mock:crn=true,sleep_s=0.1``
     (the name is the backend's when not given). Raises UsageError with the fix."""
-    from skilltune.session import AgentSpec
+    from skilltune.runfiles import AgentSpec
 
     head, colon, rest = value.partition(":")
     name, eq, backend = head.strip().partition("=")

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin
 
 import typer
 
-from skilltune.cli.app import Command, bare_flags, parse_agent_opts
+from skilltune.cli.app import Command, bare_flags, parse_agent_opts, parse_agent_specs
+from skilltune.errors import UsageError
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -38,6 +39,8 @@ def _option(name: str, info: FieldInfo, panel: str, show_default: bool) -> inspe
             bounds["max"] = rule.le
     if get_origin(annotation) is dict:  # an option table: repeatable key=value pairs
         annotation, default = list[str] | None, None
+    elif spec.get("repeatable"):  # --agent: one value or several (given_settings reads them)
+        annotation, default = list[str], [default]
     elif annotation is bool:
         flags = [f"{flags[0]}/--no-{flags[0].removeprefix('--')}", *flags[1:]]
     elif spec.get("path"):
@@ -147,9 +150,29 @@ def given_settings(ctx: typer.Context) -> dict[str, Any]:
     from skilltune.runfiles.config import setting_flags
 
     settings: dict[str, Any] = {}
+    agents: dict[str, Any] = {}
     for name, value in ctx.meta.get(_GIVEN, {}).items():
-        if isinstance(value, list | tuple):
+        if name == "agent":
+            agents = agent_settings(list(value))
+        elif isinstance(value, list | tuple):
             settings[name] = parse_agent_opts(list(value), setting_flags(name)[0])
         else:
             settings[name] = str(value) if isinstance(value, Path) else value
-    return settings
+    if "agent_options" in agents and "agent_options" in settings:
+        twice = sorted(set(agents["agent_options"]) & set(settings["agent_options"]))
+        if twice:
+            raise UsageError(
+                f"agent option {twice[0]!r} is given both in --agent and in --agent-opt: keep one"
+            )
+        agents["agent_options"] |= settings["agent_options"]
+    return settings | agents
+
+
+def agent_settings(values: list[str]) -> dict[str, Any]:
+    """``--agent`` given once (``agent``, with its options in ``agent_options``: a run as before) or
+    more than once (``agents``: a run that tunes for several agents)."""
+    specs = parse_agent_specs(values, None)
+    if len(specs) == 1:
+        spec = specs[0]
+        return {"agent": spec.agent} | ({"agent_options": dict(spec.options)} if spec.options else {})
+    return {"agents": [spec.model_dump(mode="json") for spec in specs]}

@@ -113,15 +113,19 @@ def print_units(run_dir: Path) -> None:
             col, no_wrap=True, min_width=len(col), justify="left" if col in ("phase", "verdict") else "right"
         )
     table.add_column("edits / reason")
+    several = "agents" in index  # a run with several agents: each one's val figures, and its veto
+    if several:
+        table.add_column("agents (val cand>inc)", min_width=22)
 
     def num(text: str) -> str:
         return f"{float(text):.3f}" if text else "-"
 
     for row in body:
         get = {name: row[i] for name, i in index.items()}
+        agents = [get.get("agents", "").replace("; ", "\n")] if several else []
         table.add_row(
             get["step"], get["phase"], get["verdict"], num(get["val_candidate"]), num(get["val_incumbent"]),
-            get["rollouts"], one_line(get["description"], 44),
+            get["rollouts"], one_line(get["description"], 44), *agents,
         )  # fmt: skip
     table.caption = "cand / inc: val score of the candidate and the incumbent"
     out.print(table)

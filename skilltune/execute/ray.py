@@ -91,6 +91,7 @@ class JobSpec:
     fallback_name: str
     replicate: int
     seed: int
+    agent: str | None = None  # the job's agent label (a training run with several agents)
 
     @classmethod
     def of(cls, job: RolloutJob) -> JobSpec:
@@ -104,6 +105,7 @@ class JobSpec:
             fallback_name=c.fallback_name if c else "",
             replicate=job.replicate,
             seed=job.seed,
+            agent=job.agent,
         )
 
 
@@ -135,7 +137,9 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
             driver_options_hash=spec.options_hash,
             seal=spec.seal,
         )
-        rollout_job = RolloutJob(suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed)
+        rollout_job = RolloutJob(
+            suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed, job.agent
+        )
         record = runner.run(rollout_job)
         folder = rollout_dir(scratch, rollout_job)
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
@@ -206,7 +210,7 @@ class RayExecutor:
                 continue
             if runner.cache is not None and not runner.fresh:
                 folder.parent.mkdir(parents=True, exist_ok=True)
-                if runner.cache.fetch(runner.cache_key(job), folder, job.phase):
+                if runner.cache.fetch(runner.cache_key(job), folder, job.phase, job.agent):
                     cached = load_record(folder)
                     if cached is not None:
                         yield cached

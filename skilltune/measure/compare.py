@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.metric import Metric, as_metric
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy
-from skilltune.rollout.tally import accuracy
+from skilltune.rollout.tally import accuracy, as_units
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.score.trigger import trigger_stats
@@ -77,10 +77,17 @@ def build_comparison(
     reps: int,
     metric: Metric,
     arms: Mapping[str, tuple[str, list[RolloutRecord]]],
+    agents: Sequence[str] = (),
 ) -> Comparison:
-    """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a."""
+    """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a.
+    ``agents``: the labels of a training run's several agents, whose records are paired by their
+    (agent, task) units (``label/task``: the rows of ``per_task``)."""
     task_ids = [t.id for t in suite.tasks(split)]
     should = expected_loads(suite, split)
+    if agents:
+        task_ids = [f"{label}/{task}" for label in agents for task in task_ids]
+        should = {f"{label}/{task}": value for label in agents for task, value in should.items()}
+        arms = {name: (skill, as_units(recs)) for name, (skill, recs) in arms.items()}
     results = {name: _arm(recs, task_ids, reps, metric, h, should) for name, (h, recs) in arms.items()}
     scored = [r.score.contract for _, recs in arms.values() for r in recs if r.score is not None]
     contract = require_same_contract(scored) if scored else None

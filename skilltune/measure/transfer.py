@@ -24,9 +24,8 @@ from skilltune.execute import Executor, make_executor
 from skilltune.measure.compare import build_comparison, check_arms, run_arms
 from skilltune.metric import Metric, as_metric
 from skilltune.rollout.runner import RetryPolicy
-from skilltune.runfiles import Comparison, Phase, RolloutRecord, Transfer, TransferAgent
+from skilltune.runfiles import AgentSpec, Comparison, Phase, RolloutRecord, Transfer, TransferAgent
 from skilltune.session import (
-    AgentSpec,
     OnRecord,
     RolloutSession,
     RolloutSettings,

@@ -71,6 +71,9 @@ def render_trajectories(trajectories: list[Trajectory]) -> str:
         attrs = (
             f'id="{t.id}" task="{quoted(t.task_id)}" hard="{t.hard}" soft="{t.soft:.2f}" status="{t.status}"'
         )
+        if t.agent is not None:  # several target agents: which one produced this trajectory
+            attrs += f' agent="{quoted(t.agent)}"'
+
         blocks.append(wrapped("trajectory", "\n".join(parts), attrs))
     return "\n\n".join(blocks)
 

@@ -18,6 +18,7 @@ from typing import Literal
 from skilltune.errors import SkilltuneError
 from skilltune.judge.verdict import verdict_feedback
 from skilltune.proposal import Component, EvidencePacket, RejectedEdit, Trajectory, TriggerCase
+from skilltune.rollout.tally import unit_id
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
@@ -62,6 +63,17 @@ def failure_classes(suite: Suite) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
+def trajectory_id(record: RolloutRecord) -> str:
+    """``<task id>#r<replicate>``; in a run with several agents ``<label>/<task id>#r<replicate>``
+    (two agents run the same task and replicate)."""
+    return f"{unit_id(record)}#r{record.replicate}"
+
+
+def _order(item: tuple[RolloutRecord, Path]) -> tuple[str, str, int]:
+    """Canonical evidence order: task, then agent (several agents), then replicate."""
+    return (item[0].task_id, item[0].target or "", item[0].replicate)
+
+
 def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     if record.phase != "train":
         raise ValueError(f"only train rollouts are evidence, not {record.phase}")
@@ -73,8 +85,9 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
     output = (folder / "output.txt").read_text(encoding="utf-8") if (folder / "output.txt").is_file() else ""
     diff = (folder / "diff.patch").read_text(encoding="utf-8") if (folder / "diff.patch").is_file() else ""
     return Trajectory(
-        id=f"{record.task_id}#r{record.replicate}",
+        id=trajectory_id(record),
         task_id=record.task_id,
+        agent=record.target,
         prompt=suite.prompt(task),
         output=output,
         hard=record.score.hard,
@@ -91,14 +104,14 @@ def trigger_cases(records: list[tuple[RolloutRecord, Path]], suite: Suite) -> li
     """The load decisions of the train rollouts of tasks that say ``should_trigger`` (rollouts with
     no decision left out), in (task, replicate) order: the description's proposer's evidence."""
     cases = []
-    for record, _ in sorted(records, key=lambda rf: (rf[0].task_id, rf[0].replicate)):
+    for record, _ in sorted(records, key=_order):
         if record.phase != "train" or record.skill_loaded is None:
             continue
         task = suite.task(record.task_id)
         if task.should_trigger is None:
             continue
         case = TriggerCase(
-            id=f"{record.task_id}#r{record.replicate}", task_id=record.task_id, prompt=suite.prompt(task),
+            id=trajectory_id(record), task_id=record.task_id, prompt=suite.prompt(task),
             should_trigger=task.should_trigger, loaded=record.skill_loaded,
         )  # fmt: skip
         cases.append(case)
@@ -119,11 +132,11 @@ def build_packet(
     component: Component = "body",
 ) -> EvidencePacket:
     """Failures and successes, separately, in canonical (task, replicate) order; the trigger
-    tasks' load decisions (``trigger_cases``) beside them."""
+    tasks' load decisions (``trigger_cases``) beside them. In a run with several agents each
+    trajectory names the agent that ran it (its ``agent`` and id), so the proposer can tell an
+    agent's failure from another's."""
     trajectories = [
-        trajectory(r, folder, suite)
-        for r, folder in sorted(records, key=lambda rf: (rf[0].task_id, rf[0].replicate))
-        if r.score is not None
+        trajectory(r, folder, suite) for r, folder in sorted(records, key=_order) if r.score is not None
     ]
     if not trajectories:
         raise NoEvidenceError(

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from skilltune.metric import Metric
+from skilltune.rollout.tally import unit_id
 from skilltune.rundir import RunDir
 from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
 
@@ -89,24 +90,26 @@ class RolloutTally:
     _seen: set[str] = field(default_factory=set)
 
     def add(self, unit: str, folder: str, record: RolloutRecord) -> None:
-        """Count ``record``, found in ``folder`` (relative to the run directory, POSIX)."""
+        """Count ``record``, found in ``folder`` (relative to the run directory, POSIX). A run with
+        several agents counts (agent, task) units (``label/task``), as its gate does."""
+        task = unit_id(record)
         self.total.add(record)
         self.units[unit].add(record)
         self.phases[(unit, record.phase)].add(record)
         value = record.score.metric(self.metric) if record.score else None
         if value is not None:
-            self.scores[(unit, record.phase, record.candidate, record.task_id)].append(value)
+            self.scores[(unit, record.phase, record.candidate, task)].append(value)
         if record.phase in ("gate", "eval") and record.split == "val":
-            if record.task_id not in self._seen:
-                self._seen.add(record.task_id)
-                self.task_order.append(record.task_id)
+            if task not in self._seen:
+                self._seen.add(task)
+                self.task_order.append(task)
             if record.phase == "gate" and record.score is not None:
-                self.outcomes[(unit, record.candidate, record.task_id)].add(record.score.hard)
+                self.outcomes[(unit, record.candidate, task)].add(record.score.hard)
             if value is not None:
-                self.replicates.setdefault((record.candidate, record.task_id, record.replicate), value)
+                self.replicates.setdefault((record.candidate, task, record.replicate), value)
         if record.phase == "train":
             rel = folder
-            self.train[(unit, record.task_id, record.replicate)] = TrainRollout(
+            self.train[(unit, task, record.replicate)] = TrainRollout(
                 folder=rel,
                 status=record.status,
                 score=value,
@@ -114,7 +117,7 @@ class RolloutTally:
                 conversation=f"{rel}/{record.files.conversation}",
             )
         if record.status in FAILURES:
-            self.failures.append(FailedRollout(unit, record.task_id, record.status, record.reason or ""))
+            self.failures.append(FailedRollout(unit, task, record.status, record.reason or ""))
 
     def task_mean(self, unit: str, phase: str, candidate: str, task: str) -> float | None:
         values = self.scores.get((unit, phase, candidate, task))

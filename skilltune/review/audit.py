@@ -280,39 +280,34 @@ def _unit_of(where: str) -> str:
 
 
 def _agent_drift(records: list[tuple[str, RolloutRecord]]) -> list[AuditFinding]:
-    """Every rollout should have run the same agent, model and options (the options hash covers the
-    CLI's version and the model variables it reads)."""
-    groups: dict[tuple[str, str | None, str], list[str]] = defaultdict(list)
+    """Every rollout (of one agent, in a run with several: its ``target``) should have run the same
+    agent, model and options (the options hash covers the CLI's version and the model variables it reads)."""
+    groups: dict[tuple[str, str, str | None, str], list[str]] = defaultdict(list)
     for where, record in records:
-        groups[(record.agent, record.model, record.options_hash)].append(where)
-    if len(groups) < 2:
-        return []
-    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
-    (agent, model, options), _ = ranked[0]
+        groups[(record.target or "", record.agent, record.model, record.options_hash)].append(where)
     found = []
-    for (other_agent, other_model, other_options), paths in ranked[1:]:
-        what = []
-        if other_agent != agent:
-            what.append(f"agent {other_agent} (not {agent})")
-        if other_model != model:
-            what.append(f"model {other_model} (not {model})")
-        if other_options != options:
-            what.append(f"options/CLI version {other_options[:12]} (not {options[:12]})")
-        units = sorted({_unit_of(p) for p in paths})
-        found.append(
-            AuditFinding(
-                check="agent-drift",
-                where=paths[0],
-                message=f"{len(paths)} rollout(s) in {', '.join(units[:6])}{' ...' if len(units) > 6 else ''} "
-                f"ran {', '.join(what)}",
-                details={
-                    "agent": other_agent,
-                    "model": other_model,
-                    "options_hash": other_options,
-                    "units": units,
-                },
-            )
-        )
+    for target in sorted({key[0] for key in groups}):
+        mine = [(key[1:], paths) for key, paths in groups.items() if key[0] == target]
+        ranked = sorted(mine, key=lambda kv: (-len(kv[1]), kv[1][0]))
+        (agent, model, options), _ = ranked[0]
+        for (other_agent, other_model, other_options), paths in ranked[1:]:
+            what = []
+            if other_agent != agent:
+                what.append(f"agent {other_agent} (not {agent})")
+            if other_model != model:
+                what.append(f"model {other_model} (not {model})")
+            if other_options != options:
+                what.append(f"options/CLI version {other_options[:12]} (not {options[:12]})")
+            units = sorted({_unit_of(p) for p in paths})
+            more = " ..." if len(units) > 6 else ""
+            details = {
+                "agent": other_agent,
+                "model": other_model,
+                "options_hash": other_options,
+                "units": units,
+            }
+            message = f"{len(paths)} rollout(s) in {', '.join(units[:6])}{more} ran {', '.join(what)}"
+            found.append(AuditFinding(check="agent-drift", where=paths[0], message=message, details=details))
     return found
 
 

@@ -36,8 +36,9 @@ class RolloutCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / key
 
-    def fetch(self, key: str, dest: Path, phase: str) -> bool:
-        """Copy the cached rollout into ``dest`` (re-labelled with ``phase``); False on a miss.
+    def fetch(self, key: str, dest: Path, phase: str, target: str | None = None) -> bool:
+        """Copy the cached rollout into ``dest`` (re-labelled with ``phase`` and the agent's label
+        ``target``: the key holds the backend and its options, not the label); False on a miss.
 
         A record this skilltune cannot read (written by a newer one sharing the cache) is a miss."""
         source = self._path(key)
@@ -50,7 +51,9 @@ class RolloutCache:
         staging = dest.with_name(f".{dest.name}.cache-tmp")
         shutil.rmtree(staging, ignore_errors=True)
         shutil.copytree(source, staging)
-        record.model_copy(update={"phase": phase, "cached_from": key}).write(staging / "record.json")
+        record.model_copy(update={"phase": phase, "target": target, "cached_from": key}).write(
+            staging / "record.json"
+        )
         shutil.rmtree(dest, ignore_errors=True)
         staging.rename(dest)
         return True

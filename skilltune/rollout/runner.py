@@ -1,6 +1,6 @@
 """One rollout: workspace -> agent -> score -> RolloutRecord on disk.
 
-Layout, everywhere: ``<out>/rollouts/<phase>/<cand12>/<safe-id>_r<k>/`` with
+Layout, everywhere: ``<out>/rollouts/<phase>/<arm>/<safe-id>_r<k>/`` (``RolloutJob.arm``) with
 ``record.json`` (written last: its presence marks the rollout finished),
 ``conversation.json``, ``events.jsonl``, ``diff.patch``, ``output.txt`` and,
 only when the rollout was scored, ``score.json`` (a judged rollout adds ``judge.json`` and
@@ -45,17 +45,28 @@ SCORED_STATUSES = ("ok", "task_failed", "timeout")
 
 @dataclass(frozen=True)
 class RolloutJob:
-    """What to run: a task, under a candidate (None = no skill), as replicate k."""
+    """What to run: a task, under a candidate (None = no skill), as replicate k, by ``agent`` (the
+    label of the target agent in a run with several; None: the session's only one)."""
 
     task: Task
     phase: Phase
     candidate: Candidate | None
     replicate: int
     seed: int
+    agent: str | None = None
 
     @property
     def cand12(self) -> str:
         return self.candidate.short if self.candidate else NO_SKILL
+
+    @property
+    def arm(self) -> str:
+        """Its folder in ``rollouts/<phase>/``: ``<cand12>``, or ``<cand12>@<label>`` (several agents)."""
+        return self.cand12 if self.agent is None else f"{self.cand12}@{self.agent}"
+
+    @property
+    def key(self) -> tuple[str, str | None, str, int]:  # what names the job in a batch
+        return (self.cand12, self.agent, self.task.id, self.replicate)
 
 
 @dataclass(frozen=True)
@@ -78,7 +89,7 @@ def jobs_for(
 
 
 def rollout_dir(out: Path, job: RolloutJob) -> Path:
-    return out / "rollouts" / job.phase / job.cand12 / f"{safe_id(job.task.id)}_r{job.replicate}"
+    return out / "rollouts" / job.phase / job.arm / f"{safe_id(job.task.id)}_r{job.replicate}"
 
 
 def load_record(folder: Path) -> RolloutRecord | None:
@@ -161,7 +172,7 @@ class RolloutRunner:
         key = self.cache_key(job) if self.cache is not None else ""
         if self.cache is not None and not self.fresh:
             folder.parent.mkdir(parents=True, exist_ok=True)
-            if self.cache.fetch(key, folder, job.phase):
+            if self.cache.fetch(key, folder, job.phase, job.agent):
                 record = load_record(folder)
                 if record is not None:
                     return record
@@ -180,6 +191,7 @@ class RolloutRunner:
             "seed": job.seed,
             "candidate": job.candidate.hash if job.candidate else NO_SKILL,
             "agent": self.backend.name,
+            "target": job.agent,
             "options_hash": self.options_hash,
             "task_hash": self.suite.task_hash(job.task),
             "sandbox": self.sandbox,

@@ -47,7 +47,13 @@ the mock and the direct chat targets), as they ran.
 edit's op may be ``description`` (the front matter's description rewritten), gate.json's secondary
 check may name the tasks it vetoed on (``gated_on``: the joint gate of body and description edits).
 Files of version 8 read unchanged (``body``). Also in 9: transfer.json (``Transfer``, new:
-``skilltune compare`` with several agents), which no older skilltune reads.
+``skilltune compare`` with several agents), which no older skilltune reads. Also in 9 (a training
+run with several agents, issue 22): config.json's ``agents`` (label, backend, options of each) and
+``agents_gate`` (``mean`` or ``no-worse``); record.json's ``target`` (the label of the agent that
+ran the rollout); gate.json's ``agents`` (each agent's val means of both arms and its one-sided
+regression test) and ``agents_gate``; step.json / epoch.json's ``agents``. Each is left out of the
+file when the run has one agent, so those files are as before, and schema-9 files without them read
+unchanged (one agent).
 """
 
 from __future__ import annotations
@@ -60,7 +66,14 @@ from skilltune.runfiles.base import (
     RunFile,
     RunFileError,
 )
-from skilltune.runfiles.config import EditBudgetConfig, RunConfigFile, SeedFile, TrainConfig
+from skilltune.runfiles.config import (
+    AgentsGate,
+    AgentSpec,
+    EditBudgetConfig,
+    RunConfigFile,
+    SeedFile,
+    TrainConfig,
+)
 from skilltune.runfiles.journal import (
     Crashed,
     JournalEvent,
@@ -98,6 +111,7 @@ from skilltune.runfiles.rollouts import (
 )
 from skilltune.runfiles.units import (
     UNIT_FILES,
+    AgentEvidence,
     Decision,
     Figures,
     HarmCheck,
@@ -120,6 +134,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "UNDECIDED",
     "UNIT_FILES",
+    "AgentEvidence",
+    "AgentSpec",
+    "AgentsGate",
     "ArmResult",
     "AuditFile",
     "AuditFinding",

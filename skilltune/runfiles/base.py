@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from skilltune.errors import UsageError
 from skilltune.store import write_json
@@ -71,8 +71,23 @@ class RunFile(BaseModel):
     """
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {}
+    # Fields left out of the file while empty (None, [] or {}): fields added within a schema version
+    # for what only some runs have, so the files of the others stay byte for byte as they were.
+    OMIT_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ()
 
     schema_version: int = SCHEMA_VERSION
+
+    @model_serializer(mode="wrap")
+    def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in self.omitted(data):
+                data.pop(key, None)
+        return data
+
+    def omitted(self, data: dict[str, Any]) -> list[str]:
+        """The keys of ``data`` (this file dumped) that the file leaves out: ``OMIT_WHEN_EMPTY``'s empty ones."""
+        return [key for key in self.OMIT_WHEN_EMPTY if key in data and data[key] in (None, [], {})]
 
     @classmethod
     def parse(cls, raw: Any, what: str) -> Self:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
@@ -29,6 +29,23 @@ def _cli(*flags: str, path: bool = False) -> dict[str, Any]:
 _NO_FLAG: dict[str, Any] = {"flags": []}
 
 
+class AgentSpec(BaseModel):
+    """One target agent of a command that runs several: its label (the name of its output folder,
+    of its column in the transfer table, of its units in a training run's gate), its backend and
+    that backend's options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    agent: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+AgentsGate = Literal["mean", "no-worse"]
+# Settings of a run with several agents: config.json leaves them out for one agent (as before them).
+SEVERAL_AGENTS_SETTINGS = ("agents", "agents_gate")
+
+
 class TrainConfig(BaseModel):
     """Every setting of a run. config.json stores it (secrets redacted) so ``resume`` can continue.
 
@@ -49,13 +66,25 @@ class TrainConfig(BaseModel):
     )
     agent: str = Field(
         default="mock",
-        description="Target agent backend (see `skilltune agents`).",
-        json_schema_extra=_cli("--agent", "-a"),
+        description="Target agent backend (see `skilltune agents`); repeatable, each [NAME=]BACKEND[:key=value,...], "
+        "to tune for several agents at once (e.g. --agent a=mock:ignores=x --agent b=mock).",
+        json_schema_extra=_cli("--agent", "-a") | {"repeatable": True},
     )
     agent_options: dict[str, Any] = Field(
         default_factory=dict,
         description="Agent backend option key=value (repeatable), e.g. placement=system.",
         json_schema_extra=_cli("--agent-opt"),
+    )
+    agents: list[AgentSpec] = Field(
+        default_factory=list,
+        description="Several target agents (--agent given more than once, or [[agents]] tables with label, "
+        "agent and options): every stage runs each of them; agent and agent_options are then unused.",
+        json_schema_extra=_NO_FLAG,
+    )
+    agents_gate: AgentsGate = Field(
+        default="no-worse",
+        description="With several --agent, what a keep means: mean (the gate on the pooled (agent, task) "
+        "units) or no-worse (that, and no agent significantly hurt).",
     )
     proposer: str = Field(default="mock", description="Proposer: mock, or a model backend.")
     proposer_options: dict[str, Any] = Field(
@@ -172,6 +201,34 @@ class TrainConfig(BaseModel):
         json_schema_extra=_cli("--judge-opt"),
     )
 
+    @model_validator(mode="after")
+    def _several_agents(self) -> TrainConfig:
+        labels = [a.label for a in self.agents]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"two agents are named {twice[0]!r}: name each one (--agent NAME=BACKEND)")
+        if len(self.agents) == 1:
+            raise ValueError("agents: give two or more (one agent is --agent BACKEND with --agent-opt)")
+        if self.agents and self.agent_options:
+            raise ValueError(
+                "agent_options is ambiguous with several agents: give each agent's options in its own "
+                "--agent value (--agent NAME=BACKEND:key=value,...)"
+            )
+        if not self.agents and self.agents_gate != "no-worse":
+            raise ValueError("agents_gate chooses among several agents: give --agent more than once")
+        return self
+
+    def targets(self) -> list[AgentSpec]:
+        """The run's target agents: its ``agents``, else the one ``agent`` (labelled by its backend)."""
+        if self.agents:
+            return list(self.agents)
+        return [AgentSpec(label=self.agent, agent=self.agent, options=self.agent_options)]
+
+    @property
+    def several(self) -> bool:
+        """Whether the run tunes for several agents (each job, record and gate unit names its agent)."""
+        return bool(self.agents)
+
     @property
     def total_steps(self) -> int:
         return min(self.max_steps, self.epochs * self.epoch_steps) if self.epochs else self.max_steps
@@ -200,6 +257,10 @@ class RunConfigFile(RunFile, TrainConfig):
 
     suite_hash: str
     contract: str
+
+    def omitted(self, data: dict[str, Any]) -> list[str]:
+        """A run with one agent leaves the settings of several out (its config.json as before them)."""
+        return [] if data.get("agents") else [k for k in SEVERAL_AGENTS_SETTINGS if k in data]
 
     def settings(self) -> TrainConfig:
         return TrainConfig.model_validate(

@@ -66,9 +66,12 @@ class RolloutRecord(RunFile):
     record's own status is the last one's), so ``attempts`` is ``len(attempt_history) + 1``
     for a rollout that ran. ``skill_loaded`` is whether the agent loaded the skill, as its backend
     reported it (None: the backend cannot tell, or the rollout ended before a decision).
+    ``agent`` is the backend's name; ``target`` the label of the agent in a run with several (two
+    agents may share a backend, e.g. two mock configurations), left out of the file otherwise.
     """
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _no_attempt_history, 7: _sandbox_unknown}
+    OMIT_WHEN_EMPTY = ("target",)
 
     task_id: str
     split: str
@@ -77,6 +80,7 @@ class RolloutRecord(RunFile):
     seed: int
     candidate: str
     agent: str
+    target: str | None = None  # the label of the agent that ran it, in a run with several (None: one)
     model: str | None = None
     options_hash: str
     task_hash: str

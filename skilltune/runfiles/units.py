@@ -229,6 +229,31 @@ class SecondaryCheck(BaseModel):
     regression: bool
 
 
+class AgentEvidence(BaseModel):
+    """One agent's part of a gate decision in a run with several agents: its val means for both arms
+    (over its own (agent, task) units) and the one-sided paired regression test of its tasks
+    (``training/secondary.py``'s, at the suite's ``secondary_alpha``). ``hurt``: the test found the
+    candidate significantly worse for this agent, which vetoes a keep under ``--agents-gate no-worse``."""
+
+    label: str
+    val_candidate: float | None
+    val_incumbent: float | None
+    n_tasks: int
+    mean_diff: float | None  # candidate - incumbent, over this agent's tasks
+    p_value: float | None  # one-sided: the candidate is worse for this agent
+    alpha: float
+    hurt: bool
+
+    def cell(self) -> str:
+        """Its results.tsv form: ``label cand>inc`` with the regression's p when it hurt."""
+
+        def num(value: float | None) -> str:
+            return "-" if value is None else f"{value:.3f}"
+
+        hurt = f" HURT p={self.p_value:.3g}" if self.hurt and self.p_value is not None else ""
+        return f"{self.label} {num(self.val_candidate)}>{num(self.val_incumbent)}{hurt}"
+
+
 class HarmCheck(BaseModel):
     """The harm veto's view at the look that decided (stats/harm.py): val tasks whose mean
     difference is at most ``-tolerance`` (``suspects``, task -> mean), those hurt with
@@ -250,6 +275,7 @@ class Verdict(RunFile):
     test of run schema <= 5; None: a one-pass gate)."""
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {5: _replicate_t_verdict}
+    OMIT_WHEN_EMPTY = ("agents", "agents_gate")
 
     decision: Decision
     reason: str
@@ -267,6 +293,8 @@ class Verdict(RunFile):
     gated_on: str | None = None  # the joint gate's scope (training/secondary.py); None: every gated task
     carried: int | None = None  # --carry: the step whose candidate's edits this candidate carried
     carried_edits: list[str] = Field(default_factory=list)  # those edits
+    agents: list[AgentEvidence] = Field(default_factory=list)  # several agents: each one's evidence
+    agents_gate: str | None = None  # several agents: what a keep meant (mean, no-worse)
 
     @property
     def accept(self) -> bool:
@@ -291,6 +319,7 @@ class UnitRecord(RunFile):
     """
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {1: _no_crash_verdict}
+    OMIT_WHEN_EMPTY = ("agents",)
 
     kind: Literal["step", "epoch"]
     index: int
@@ -312,6 +341,7 @@ class UnitRecord(RunFile):
     edit_texts: list[str] = Field(default_factory=list)
     carried: int | None = None  # --carry: the step whose candidate this one was built on
     carried_edits: int = 0  # how many of ``edits`` (the first ones) were carried from it
+    agents: list[AgentEvidence] = Field(default_factory=list)  # several agents: the gate's per-agent evidence
 
     def row(self) -> dict[str, Any]:
         """The unit's results.tsv row."""
@@ -335,7 +365,7 @@ class UnitRecord(RunFile):
             "cost_usd": round(self.cost_usd, 6),
             "edits": len(self.edits),
             "description": description,
-        }
+        } | ({"agents": "; ".join(a.cell() for a in self.agents)} if self.agents else {})
 
 
 # Files of a unit's folder (steps/<unit>/), by name.

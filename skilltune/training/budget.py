@@ -38,6 +38,7 @@ class Plan:
     screen: bool
     slow_sample: int
     gate_reps: int  # replicates per task per arm a gate may use (the cap, for a sequential gate)
+    agents: int = 1  # target agents: every rollout of the plan runs once per agent
 
     @classmethod
     def of(
@@ -49,6 +50,7 @@ class Plan:
         screen: bool,
         slow_sample: int,
         gate_reps: int,
+        agents: int = 1,
     ) -> Plan:
         train = len(suite.tasks("train"))
         return cls(
@@ -60,36 +62,38 @@ class Plan:
             screen=screen,
             slow_sample=min(slow_sample, train),
             gate_reps=gate_reps,
+            agents=agents,
         )
 
     @property
     def baseline(self) -> int:
-        return self.val * self.reps
+        return self.val * self.reps * self.agents
 
     @property
     def gate(self) -> int:
         """At most: a sequential gate usually stops well before its cap."""
-        return 2 * self.val * self.gate_reps
+        return 2 * self.val * self.gate_reps * self.agents
 
     @property
     def step(self) -> int:
         """The train minibatch, the optional screen on it, and the gate's val pass."""
-        return self.batch * self.reps * (2 if self.screen else 1) + self.gate
+        return self.batch * self.reps * (2 if self.screen else 1) * self.agents + self.gate
 
     @property
     def epoch(self) -> int:
-        return 2 * self.slow_sample * self.reps + self.gate
+        return 2 * self.slow_sample * self.reps * self.agents + self.gate
 
     @property
     def final(self) -> int:
-        return 2 * self.test * self.test_reps
+        return 2 * self.test * self.test_reps * self.agents
 
     def total(self, steps: int, epochs: int) -> int:
         return self.baseline + steps * self.step + epochs * self.epoch + self.final
 
     def explain_step(self) -> str:
         screen = " x2 with --screen" if self.screen else ""
-        return f"train {self.batch}x{self.reps}{screen}, gate up to 2x{self.val}x{self.gate_reps}"
+        each = f", each x{self.agents} agents" if self.agents > 1 else ""
+        return f"train {self.batch}x{self.reps}{screen}, gate up to 2x{self.val}x{self.gate_reps}{each}"
 
 
 def records_run(folder: Path) -> list[RolloutRecord]:

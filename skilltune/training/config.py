@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from skilltune.errors import UsageError
 from skilltune.runfiles import RunConfigFile, TrainConfig
-from skilltune.runfiles.config import setting_flags
+from skilltune.runfiles.config import SEVERAL_AGENTS_SETTINGS, setting_flags
 from skilltune.store import REDACTED, redact
 from skilltune.validation import field_problems
 
@@ -49,7 +49,8 @@ def absolute_paths(settings: dict[str, Any]) -> dict[str, Any]:
 
 def config_file(config: TrainConfig, suite_hash: str, contract: str) -> RunConfigFile:
     """What config.json holds: the settings with secrets redacted, the suite's hashes."""
-    stored = redact(config.model_dump(mode="json"))
+    exclude = set() if config.several else set(SEVERAL_AGENTS_SETTINGS)  # one agent: as before them
+    stored = redact(config.model_dump(mode="json", exclude=exclude))
     return RunConfigFile.model_validate(stored | {"suite_hash": suite_hash, "contract": contract})
 
 
@@ -110,6 +111,11 @@ def settings_for_resume(stored: RunConfigFile, given: dict[str, Any]) -> TrainCo
             f"{names}: a resumed run keeps the settings it started with (a change would make it another "
             f"run); only {', '.join(sorted(MAY_CHANGE_ON_RESUME))} and redacted secrets may be given. "
             "Start a new --tag to change the others."
+        )
+    if REDACTED in str(settings.get("agents")):
+        raise UsageError(
+            "config.json holds redacted secrets in the options of --agent: a run with several agents "
+            "takes them from the environment to resume (e.g. api_key_env=NAME in the agent's options)"
         )
     if REDACTED in str(settings):
         missing = sorted(k for k in SECRET_TABLES if REDACTED in str(settings[k]))

@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from skilltune.execute import Executor
@@ -22,10 +21,11 @@ from skilltune.propose import EditBudget, Proposer, make_proposer
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import StageDone, TrainConfig
-from skilltune.session import RolloutSession, RolloutSettings
+from skilltune.session import RolloutSession
 from skilltune.skill import Candidate
 from skilltune.skill_repo import SkillRepo
 from skilltune.suite import Suite, load_suite
+from skilltune.training.agents import open_targets
 from skilltune.training.budget import Budget, Plan
 from skilltune.training.rollouts import RunRollouts
 from skilltune.training.rungate import RunGate
@@ -39,7 +39,7 @@ class Setup:
 
     config: TrainConfig
     suite: Suite
-    rollouts: RolloutSession
+    rollouts: dict[str | None, RolloutSession]  # by agent label (None: the only agent)
     proposer: Proposer
     gate: RunGate
     plan: Plan
@@ -56,10 +56,7 @@ class Setup:
         suite = load_suite(
             config.suite, prompt_variant=config.prompt_variant, judge_options=config.judge_options
         )
-        rollouts = RolloutSession.open(
-            suite, rollout_settings(config), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
-            executor=executor,
-        )  # fmt: skip
+        rollouts = open_targets(suite, config, seed, retry, executor)
         proposer = make_proposer(config.proposer, suite, config.proposer_options)
         gate = RunGate(
             config.gate, config.metric, config.reps, config.gate_options,
@@ -67,22 +64,13 @@ class Setup:
         )  # fmt: skip
         plan = Plan.of(
             suite, config.batch, config.reps, config.test_reps, config.screen,
-            config.slow_update_sample, gate.max_replicates,
+            config.slow_update_sample, gate.max_replicates, len(rollouts),
         )  # fmt: skip
         return cls(config, suite, rollouts, proposer, gate, plan)
 
     @property
     def planned_rollouts(self) -> int:
         return self.plan.total(self.config.total_steps, self.config.total_epochs)
-
-
-def rollout_settings(config: TrainConfig) -> RolloutSettings:
-    """The part of a run's settings that says how its rollouts run."""
-    return RolloutSettings(
-        agent=config.agent, agent_options=config.agent_options, seed=config.seed, workers=config.workers,
-        executor_kind=config.executor, ray_address=config.ray_address,
-        cache=Path(config.cache) if config.cache else None, fresh=config.fresh, sandbox=config.sandbox,
-    )  # fmt: skip
 
 
 class RunContext:

@@ -11,11 +11,12 @@ resume, and the findings bank appends each entry once).
 from __future__ import annotations
 
 from skilltune.measure.compare import build_comparison
+from skilltune.measure.transfer import TRANSFER_FILE, agent_column, build_transfer
 from skilltune.review.audit import audit_history
 from skilltune.review.findings import record_findings
 from skilltune.review.lineage import History
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import Comparison, UnitRecord
+from skilltune.runfiles import Comparison, RolloutRecord, Transfer, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.textfmt import count, fmt
 from skilltune.training.budget import records_run
@@ -69,11 +70,34 @@ def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
     by_arm = {
         name: (cand.hash, [r for r in records if r.candidate == cand.hash]) for name, cand in arms.items()
     }
+    labels = ctx.rollouts.labels
+    if labels:  # several agents: each one's comparison and the skill x agent table, then the pooled one
+        final_transfer(ctx, by_arm, records)
     comparison = build_comparison(
-        ctx.suite, "test", ctx.rollouts.agent, ctx.config.test_reps, ctx.config.metric, by_arm
+        ctx.suite, "test", ctx.rollouts.agent, ctx.config.test_reps, ctx.config.metric, by_arm, labels
     )
     comparison.write(ctx.run.comparison)
     return comparison
+
+
+def final_transfer(
+    ctx: RunContext, by_arm: dict[str, tuple[str, list[RolloutRecord]]], records: list[RolloutRecord]
+) -> Transfer:
+    """A run with several agents: ``final/<label>/comparison.json`` per agent and ``final/transfer.json``
+    (the skill x agent table of ``skilltune compare``), from the held-out test's records."""
+    comparisons: dict[str, Comparison] = {}
+    columns = []
+    for spec in ctx.config.agents:
+        mine = {name: (h, [r for r in recs if r.target == spec.label]) for name, (h, recs) in by_arm.items()}
+        name = ctx.rollouts.targets[spec.label].target.name
+        comparison = build_comparison(ctx.suite, "test", name, ctx.config.test_reps, ctx.config.metric, mine)
+        comparison.write(ctx.run.final / spec.label / "comparison.json")
+        comparisons[spec.label] = comparison
+        own = [r for r in records if r.target == spec.label]
+        columns.append(agent_column(spec.label, spec, comparison, own))
+    transfer = build_transfer(ctx.suite, comparisons, columns)
+    transfer.write(ctx.run.final / TRANSFER_FILE)
+    return transfer
 
 
 def review(ctx: RunContext, state: TerminalState, reason: str) -> None:

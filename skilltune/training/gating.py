@@ -15,17 +15,19 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 from skilltune.metric import Metric
 from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
-from skilltune.rollout.runner import RolloutJob
-from skilltune.runfiles import Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
+from skilltune.rollout.runner import RolloutJob, rollout_dir
+from skilltune.rollout.tally import as_units
+from skilltune.runfiles import AgentsGate, Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
 from skilltune.skill import Candidate
 from skilltune.store import write_text
-from skilltune.suite import Task, safe_id
+from skilltune.suite import Task
 from skilltune.textfmt import fmt
+from skilltune.training.agents import agent_evidence, agents_veto, trade_offs
 from skilltune.training.budget import proposer_tokens, record_cost, record_tokens, records_run
 from skilltune.training.context import RunContext
 from skilltune.training.rollouts import POOL_OFFSET, RunRollouts, replicate_base
@@ -71,6 +73,7 @@ class Draft:
                 "val_candidate": verdict.val_candidate,
                 "val_incumbent": verdict.val_incumbent,
                 "alpha": verdict.alpha,
+                "agents": verdict.agents,
             }
         )
 
@@ -89,28 +92,28 @@ class IncumbentPool:
     """
 
     base: int
-    sources: tuple[Path, ...]  # rollout folders (rollouts/<phase>/<cand12>) of earlier units
+    sources: tuple[tuple[Path, Phase], ...]  # (unit folder, phase) of earlier units' rollouts
 
     @classmethod
     def of(cls, ctx: RunContext, incumbent: Candidate, done: list[UnitRecord]) -> IncumbentPool:
+        del incumbent  # the jobs name it: their folders under each source are the incumbent's
         kept = [i for i, record in enumerate(done) if record.verdict == "keep"]
+        sources: list[tuple[Path, Phase]]
         if not kept:
             base, start = 0, 0
-            sources = [ctx.run.unit_dir("step", 0) / "rollouts" / "eval" / incumbent.short]
+            sources = [(ctx.run.unit_dir("step", 0), "eval")]
         else:  # done[i] is the unit in run position i + 1
             base, start = replicate_base(kept[-1] + 1, POOL_OFFSET), kept[-1] + 1
             sources = []
         for record in done[start:]:
-            sources.append(
-                ctx.run.unit_dir(record.kind, record.index) / "rollouts" / "gate" / incumbent.short
-            )
+            sources.append((ctx.run.unit_dir(record.kind, record.index), "gate"))
         return cls(base, tuple(sources))
 
     def find(self, rollouts: RunRollouts, job: RolloutJob) -> RolloutRecord | None:
-        for source in self.sources:
-            if (source / f"{safe_id(job.task.id)}_r{job.replicate}").is_dir():
-                phase = cast(Phase, source.parent.name)
-                found = rollouts.finished(source.parent.parent.parent, replace(job, phase=phase))
+        for unit, phase in self.sources:
+            there = replace(job, phase=phase)
+            if rollout_dir(unit, there).is_dir():
+                found = rollouts.finished(unit, there)
                 if found is not None:
                     return found
         return None
@@ -157,10 +160,9 @@ class ValSampler:
         self.pool = pool
         self.rounds = rounds
         self.reused: dict[int, int] = {}  # round -> incumbent rollouts taken from the pool
+        self.seen_candidate: list[RolloutRecord] = []  # the gated records of every round, per arm
+        self.seen_incumbent: list[RolloutRecord] = []
         self.ahead: dict[int, int] = {}  # round -> incumbent rollouts run ahead for it
-
-    def _incumbent_job(self, task: Task, replicate: int) -> RolloutJob:
-        return RolloutJob(task, "gate", self.incumbent, self.pool.base + replicate, self.rollouts.config.seed)
 
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
         first = index * replicates
@@ -168,31 +170,28 @@ class ValSampler:
             self.val, self.candidate, "gate", replicate_base(self.seq, first), replicates
         )
         pooled: list[RolloutRecord] = []
-        for task in self.val:
-            for j in range(replicates):
-                job = self._incumbent_job(task, first + j)
-                found = self.pool.find(self.rollouts, job)
-                if found is None:
-                    jobs.append(job)
-                else:
-                    pooled.append(found)
+        for job in self.rollouts.jobs(self.val, self.incumbent, "gate", self.pool.base + first, replicates):
+            found = self.pool.find(self.rollouts, job)
+            if found is None:
+                jobs.append(job)
+            else:
+                pooled.append(found)
         self.reused[index] = len(pooled)
         ahead = []
         if replicates == 1 and index + 1 < self.rounds:
-            for task in self.val:
-                job = self._incumbent_job(task, index + 1)
-                if self.pool.find(self.rollouts, job) is None:
-                    ahead.append(job)
+            nxt = self.rollouts.jobs(self.val, self.incumbent, "gate", self.pool.base + index + 1, 1)
+            ahead = [job for job in nxt if self.pool.find(self.rollouts, job) is None]
         self.ahead[index + 1] = len(ahead)
-        wanted = {(j.cand12, j.task.id, j.replicate) for j in jobs}
+        wanted = {j.key for j in jobs}
         ran = [r for r, _ in self.rollouts.run(self.folder, jobs + ahead)]
-        records = [r for r in ran if (r.candidate[:12], r.task_id, r.replicate) in wanted] + pooled
+        records = [r for r in ran if (r.candidate[:12], r.target, r.task_id, r.replicate) in wanted] + pooled
         self.held += [r for r in records if r.task_id not in self.gated]
         gated = [r for r in records if r.task_id in self.gated]
-        return (
-            [r for r in gated if r.candidate == self.candidate.hash],
-            [r for r in gated if r.candidate == self.incumbent.hash],
-        )
+        cand = [r for r in gated if r.candidate == self.candidate.hash]
+        inc = [r for r in gated if r.candidate == self.incumbent.hash]
+        self.seen_candidate += cand
+        self.seen_incumbent += inc
+        return as_units(cand), as_units(inc)  # several agents: the gate's units are (agent, task)
 
     def secondary(self, verdict: Verdict, metric: Metric) -> Verdict:
         """The verdict after the secondary suite's regression test (none named: unchanged)."""
@@ -201,12 +200,21 @@ class ValSampler:
             return verdict
         check = regression_test(
             name,
-            [r for r in self.held if r.candidate == self.candidate.hash],
-            [r for r in self.held if r.candidate == self.incumbent.hash],
+            as_units([r for r in self.held if r.candidate == self.candidate.hash]),
+            as_units([r for r in self.held if r.candidate == self.incumbent.hash]),
             metric,
             self.rollouts.suite.config.secondary_alpha,
         )
         return veto(verdict, check)
+
+    def agents(self, verdict: Verdict, metric: Metric, mode: AgentsGate) -> Verdict:
+        """The verdict with each agent's evidence and, under ``no-worse``, its veto (one agent: unchanged)."""
+        labels = self.rollouts.labels
+        if not labels:
+            return verdict
+        alpha = self.rollouts.suite.config.secondary_alpha
+        evidence = agent_evidence(labels, self.seen_candidate, self.seen_incumbent, metric, alpha)
+        return agents_veto(verdict, evidence, mode)
 
     def unused_ahead(self, rounds_used: int) -> int:
         """Incumbent rollouts run ahead for a round the decision did not reach (left in the pool)."""
@@ -300,7 +308,7 @@ def decide(
                 decision="reject", reason="the run's alpha is spent: its plan of decisions is exhausted",
                 metric=ctx.config.metric, val_candidate=None, val_incumbent=None, rounds=[], rollouts=0,
             )  # fmt: skip
-        elif (why := gate.cannot_accept(len(ctx.suite.tasks("val")))) is not None:
+        elif (why := gate.cannot_accept(len(ctx.suite.tasks("val")) * len(ctx.rollouts.targets))) is not None:
             verdict = Verdict(
                 decision="reject", reason=why, metric=ctx.config.metric, val_candidate=None,
                 val_incumbent=None, rounds=[], rollouts=0,
@@ -311,10 +319,13 @@ def decide(
             sampler = ValSampler(
                 ctx.rollouts, folder, val, candidate, incumbent, seq, pool, gate.max_replicates
             )
-            gate.trade_offs = frozenset(t.id for t in val if ctx.suite.scoring_mode(t) == "trigger")
+            trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
+            labels = ctx.rollouts.labels
+            gate.trade_offs = trade_offs(val, trigger, labels, ctx.config.agents_gate)
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)
+                verdict = sampler.agents(verdict, ctx.config.metric, ctx.config.agents_gate)
                 verdict = verdict.model_copy(update={"gated_on": sampler.scope.note})
         if level is not None:
             verdict = verdict.model_copy(update={"alpha": level})

@@ -3,19 +3,23 @@
 Replicate indices come from the unit's position in the run (``replicate_base``), so every
 unit draws fresh replicates: the shared cache never hands a decision the rollouts that
 selected its incumbent, and a resumed unit asks for exactly the jobs it asked for before.
+
+With several target agents (training/agents.py) every job is made once per agent, and a batch
+runs each agent's jobs in turn through its own runner on the shared executor.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 
 from skilltune.progress import Reporter, RunProgress
 from skilltune.rollout.runner import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
-from skilltune.session import RolloutSession
 from skilltune.skill import Candidate
 from skilltune.suite import Task
+from skilltune.training.agents import Targets, describe, refusal, share_executor
 from skilltune.training.session import Session
 
 REPLICATE_STRIDE = 1000  # replicate indices of the unit in position u start at u * stride
@@ -34,14 +38,15 @@ class RunRollouts:
     def __init__(
         self,
         config: TrainConfig,
-        rollouts: RolloutSession,
+        targets: Targets,
         session: Session,
         progress: RunProgress,
         reporter: Reporter,
     ) -> None:
         self.config = config
-        self.rollouts = rollouts
-        self.suite = rollouts.suite
+        self.targets = targets
+        share_executor(targets)
+        self.suite = next(iter(targets.values())).suite
         self.session = session
         self.progress = progress
         self.reporter = reporter
@@ -56,22 +61,32 @@ class RunRollouts:
 
     @property
     def agent(self) -> str:
-        return self.rollouts.target.name
+        return describe(self.targets)
+
+    @property
+    def labels(self) -> list[str]:
+        """The agents' labels in a run with several (empty for one agent)."""
+        return [label for label in self.targets if label is not None]
 
     def refusal(self, candidate: Candidate) -> str | None:
-        return self.rollouts.refusal(candidate)
+        return refusal(self.targets, candidate)
 
     def jobs(
         self, tasks: list[Task], candidate: Candidate | None, phase: Phase, base: int, reps: int
     ) -> list[RolloutJob]:
-        return self.rollouts.jobs(tasks, candidate, phase, reps, base)
+        """The jobs of ``tasks`` x ``reps`` for each agent in turn (one agent: unlabelled, as before)."""
+        return [
+            job if label is None else replace(job, agent=label)
+            for label, target in self.targets.items()
+            for job in target.jobs(tasks, candidate, phase, reps, base)
+        ]
 
-    def _runner(self, out: Path) -> RolloutRunner:
-        return self.rollouts.runner(out)
+    def _runner(self, out: Path, label: str | None) -> RolloutRunner:
+        return self.targets[label].runner(out)
 
     def finished(self, out: Path, job: RolloutJob) -> RolloutRecord | None:
         """The finished record of ``job`` under ``out`` when this run's runner would reuse it."""
-        return self._runner(out).reusable(job)
+        return self._runner(out, job.agent).reusable(job)
 
     def run(self, out: Path, jobs: list[RolloutJob]) -> Records:
         """Run ``jobs`` into ``out``, reusing finished records (never an infra error or a crash).
@@ -79,26 +94,11 @@ class RunRollouts:
         Returns (record, folder) pairs in canonical (candidate, task, replicate) order. A stop
         request lets the running rollouts finish, then raises StopRequested.
         """
-        runner = self._runner(out)
-        by_key = {(j.cand12, j.task.id, j.replicate): j for j in jobs}
         records: Records = []
-        todo = []
-        for job in jobs:
-            record = runner.reusable(job)
-            if record is not None:
-                records.append((record, rollout_dir(out, job)))
-            else:
-                todo.append(job)
-        self.session.check_stop()
-        with contextlib.closing(self.rollouts.stream(todo, runner)) as batch:
-            for record in batch:
-                job = by_key[(record.candidate[:12], record.task_id, record.replicate)]
-                records.append((record, rollout_dir(out, job)))
-                self.progress.rollouts_done += 1
-                self.progress.session_rollouts += 1
-                self.reporter.update(self.progress)
-                if self.session.stop_requested():
-                    break  # the executor finishes the rollouts already running, then stops
+        for label in self.targets:
+            mine = [job for job in jobs if job.agent == label]
+            if mine:
+                records += self._run_agent(out, mine, label)
         self.session.check_stop()
         for record, _ in records:  # what the agents used (a record copied from a shared cache: nothing)
             if not record.cached_from:
@@ -108,4 +108,31 @@ class RunRollouts:
                     self.judge_tokens_in += record.judge.tokens_in
                     self.judge_tokens_out += record.judge.tokens_out
                     self.judge_cost_usd += record.judge.cost_usd
-        return sorted(records, key=lambda rf: (rf[0].candidate, rf[0].task_id, rf[0].replicate))
+        return sorted(
+            records, key=lambda rf: (rf[0].candidate, rf[0].target or "", rf[0].task_id, rf[0].replicate)
+        )
+
+    def _run_agent(self, out: Path, jobs: list[RolloutJob], label: str | None) -> Records:
+        """One agent's jobs: the finished ones reused, the others run; a stop request lets the
+        running rollouts finish."""
+        runner = self._runner(out, label)
+        by_key = {j.key: j for j in jobs}
+        records: Records = []
+        todo = []
+        for job in jobs:
+            record = runner.reusable(job)
+            if record is not None:
+                records.append((record, rollout_dir(out, job)))
+            else:
+                todo.append(job)
+        self.session.check_stop()
+        with contextlib.closing(self.targets[label].stream(todo, runner)) as batch:
+            for record in batch:
+                job = by_key[(record.candidate[:12], record.target, record.task_id, record.replicate)]
+                records.append((record, rollout_dir(out, job)))
+                self.progress.rollouts_done += 1
+                self.progress.session_rollouts += 1
+                self.reporter.update(self.progress)
+                if self.session.stop_requested():
+                    break  # the executor finishes the rollouts already running, then stops
+        return records

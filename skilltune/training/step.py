@@ -16,7 +16,7 @@ from pathlib import Path
 from skilltune.proposal import Edit
 from skilltune.propose import MergeResult, PatchError, apply_patch, merge_edits
 from skilltune.propose.edit import fit_growth, growth_problem
-from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory
+from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory, trajectory_id
 from skilltune.propose.vet import vet_edits
 from skilltune.rollout.tally import accuracy
 from skilltune.rundir import RunDir
@@ -53,7 +53,7 @@ def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
         info["tokens_in"] = sum(call.tokens_in or 0 for call in proposal.calls)
         info["tokens_out"] = sum(call.tokens_out or 0 for call in proposal.calls)
     with ctx.stage(unit.name, "edit"):
-        shown = {f"{r.task_id}#r{r.replicate}" for r, _ in evidence}
+        shown = {trajectory_id(r) for r, _ in evidence}
         candidate, edits, problem = _make_candidate(ctx, unit, base, proposal, shown)
     carried_edits = carry.edits if carry is not None else []
     carried_texts = carry.edit_texts if carry is not None else []

@@ -1,0 +1,155 @@
+"""Several target agents in one training run (issue 22): their sessions, their units, their veto.
+
+A run given ``--agent`` more than once runs every job of every stage (train minibatch, screen,
+gate rounds, epoch comparisons, held-out test) once per agent: each job and record names its
+agent's label (``RolloutJob.agent``, ``RolloutRecord.target``) and its rollouts lie in a folder of
+their own (``rollouts/<phase>/<cand12>@<label>/``). A run with one agent has no labels: its jobs,
+folders and files are exactly as before.
+
+The gate's unit is the (agent, task) pair, named ``label/task`` (rollout/tally.py's ``unit_id``): the gate runs its
+test on the pooled units at the decision's level, so the run-wide error control is unchanged.
+``--agents-gate`` says what a keep means: ``mean`` takes the pooled test's decision;
+``no-worse`` (the default) also runs, per agent, the one-sided paired regression test of the
+secondary-suite veto (training/secondary.py's ``regression_test``, at the suite's
+``secondary_alpha``) and turns an accept into a reject when an agent is significantly hurt. The
+veto can only turn accepts into rejects, so it cannot raise the false-accept rate. The sequential
+gate's harm veto (one unit fallen with confidence) holds under ``no-worse``; under ``mean`` every
+unit is a trade-off (``trade_offs``), as trigger tasks are: one agent's loss on a task is weighed
+against the others' gains, which is what ``mean`` asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from skilltune.errors import UsageError
+from skilltune.execute import Executor
+from skilltune.metric import Metric
+from skilltune.rollout.runner import RetryPolicy
+from skilltune.rollout.tally import accuracy
+from skilltune.runfiles import AgentEvidence, AgentsGate, RolloutRecord, TrainConfig, Verdict
+from skilltune.session import RolloutSession, RolloutSettings
+from skilltune.skill import Candidate
+from skilltune.suite import Suite, Task
+from skilltune.training.secondary import regression_test
+
+# The sessions of a run's target agents, by label (None: the only agent of a one-agent run).
+Targets = Mapping[str | None, RolloutSession]
+
+
+def rollout_settings(config: TrainConfig) -> RolloutSettings:
+    """The part of a run's settings that says how its rollouts run (the agent: the run's ``agent``;
+    each of several agents replaces it with its own, ``RolloutSettings.for_agent``)."""
+    return RolloutSettings(
+        agent=config.agent, agent_options=config.agent_options, seed=config.seed, workers=config.workers,
+        executor_kind=config.executor, ray_address=config.ray_address,
+        cache=Path(config.cache) if config.cache else None, fresh=config.fresh, sandbox=config.sandbox,
+    )  # fmt: skip
+
+
+def open_targets(
+    suite: Suite,
+    config: TrainConfig,
+    seed: Candidate,
+    retry: RetryPolicy | None = None,
+    executor: Executor | None = None,
+) -> dict[str | None, RolloutSession]:
+    """A session per target agent, every agent's checks passed before anything is written (one agent:
+    the one session, labelled None). Raises UsageError naming the agent that refuses."""
+    base = rollout_settings(config)
+    if not config.several:
+        session = RolloutSession.open(
+            suite, base, tasks=suite.all_tasks(), candidates=[seed], retry=retry, executor=executor
+        )
+        return {None: session}
+    sessions: dict[str | None, RolloutSession] = {}
+    for spec in config.agents:
+        try:
+            sessions[spec.label] = RolloutSession.open(
+                suite, base.for_agent(spec), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
+                executor=executor,
+            )  # fmt: skip
+        except UsageError as exc:
+            raise UsageError(f"--agent {spec.label}={spec.agent}: {exc}") from None
+    return sessions
+
+
+def share_executor(targets: Targets) -> None:
+    """Every agent's rollouts through the first one's executor (made on first use)."""
+    sessions = list(targets.values())
+    for session in sessions[1:]:
+        session.executor = sessions[0].executor
+
+
+def refusal(targets: Targets, candidate: Candidate) -> str | None:
+    """Why an agent cannot take ``candidate`` at all (naming it when there are several), or None."""
+    for label, session in targets.items():
+        problem = session.refusal(candidate)
+        if problem is not None:
+            return problem if label is None else f"agent {label}: {problem}"
+    return None
+
+
+def describe(targets: Targets) -> str:
+    """The target agents as messages name them: the backend, or ``label (backend), ...``."""
+    if list(targets) == [None]:
+        return targets[None].target.name
+    return ", ".join(f"{label} ({session.target.name})" for label, session in targets.items())
+
+
+def agent_evidence(
+    labels: Sequence[str],
+    candidate: Sequence[RolloutRecord],
+    incumbent: Sequence[RolloutRecord],
+    metric: Metric,
+    alpha: float,
+) -> list[AgentEvidence]:
+    """Per agent: its val means of both arms and the one-sided regression test of its tasks."""
+    out = []
+    for label in labels:
+        cand = [r for r in candidate if r.target == label]
+        inc = [r for r in incumbent if r.target == label]
+        check = regression_test(label, cand, inc, metric, alpha)
+        out.append(
+            AgentEvidence(
+                label=label,
+                val_candidate=accuracy(cand, metric),
+                val_incumbent=accuracy(inc, metric),
+                n_tasks=check.n_tasks,
+                mean_diff=check.mean_diff,
+                p_value=check.p_value,
+                alpha=alpha,
+                hurt=check.regression,
+            )
+        )
+    return out
+
+
+def agents_veto(verdict: Verdict, evidence: list[AgentEvidence], mode: AgentsGate) -> Verdict:
+    """The pooled gate's verdict with each agent's evidence recorded; under ``no-worse`` an accept
+    becomes a reject when an agent is significantly hurt (``mean``: the pooled decision stands)."""
+    recorded = verdict.model_copy(update={"agents": evidence, "agents_gate": mode})
+    hurt = [a for a in evidence if a.hurt]
+    if mode != "no-worse" or not verdict.accept or not hurt:
+        return recorded
+    said = "; ".join(
+        f"{a.label} {a.mean_diff:+.3f} over {a.n_tasks} task(s), one-sided p {a.p_value:.4f} < {a.alpha}"
+        for a in hurt
+        if a.mean_diff is not None and a.p_value is not None
+    )
+    return recorded.model_copy(
+        update={
+            "decision": "reject",
+            "reason": f"--agents-gate no-worse: agent(s) significantly hurt: {said} "
+            f"(the pooled gate had accepted: {verdict.reason})",
+        }
+    )
+
+
+def trade_offs(val: list[Task], trigger: list[str], labels: list[str], mode: AgentsGate) -> frozenset[str]:
+    """The units the harm veto does not veto one by one: trigger tasks; with several agents under
+    ``--agents-gate mean`` every unit (one agent's loss on a task is traded against the others' gains)."""
+    if labels and mode == "mean":
+        return frozenset(f"{a}/{t.id}" for a in labels for t in val)
+    return frozenset(f"{a}/{t}" for a in labels for t in trigger) if labels else frozenset(trigger)
