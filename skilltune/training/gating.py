@@ -121,13 +121,12 @@ class ValSampler:
     fresh for the unit and the round, and takes the incumbent's round-k replicate from its
     pool (run here when no earlier decision ran it).
 
-    Round k's batch also runs the incumbent's round k+1 replicates the pool lacks (below the
-    gate's ``rounds`` cap), queued after round k's jobs, so they take the workers round k's
-    last rollouts leave idle. Which they are depends only on the pool, never on timing; they
-    enter this decision at round k+1, or a later decision of the same incumbent at its round
-    k+1, and are counted like any rollout the unit ran (``prefetched``: those this decision
-    did not reach). A candidate's next round is not started early: whenever the decision
-    stops it would be wasted, and how much of it ran would depend on timing.
+    Nothing is run ahead of the round that needs it: the incumbent's round k+1 queued behind
+    round k (as skilltune did before) made round k wait for it too, so it only moved work from
+    one round into the other (saving time in the tail of a round with uneven rollouts at most),
+    and whenever the decision stopped at round k, or kept the candidate there (the incumbent then
+    changes), those rollouts were never used: 32 of a 10-step run's 361 training
+    rollouts on the 16-val-task demo (benchmarks/demo16.py). gate.json's ``prefetched`` stays 0.
 
     With a secondary suite named (skill-trainer's two-suite rule) the gate gets the primary
     tasks' records and the secondary tasks' are kept for the regression test
@@ -143,7 +142,6 @@ class ValSampler:
         incumbent: Candidate,
         seq: int,
         pool: IncumbentPool,
-        rounds: int,
     ) -> None:
         self.rollouts = rollouts
         self.folder = folder
@@ -155,9 +153,7 @@ class ValSampler:
         self.gated = self.scope.gated
         self.held: list[RolloutRecord] = []  # the secondary suite's records, every round
         self.pool = pool
-        self.rounds = rounds
         self.reused: dict[int, int] = {}  # round -> incumbent rollouts taken from the pool
-        self.ahead: dict[int, int] = {}  # round -> incumbent rollouts run ahead for it
 
     def _incumbent_job(self, task: Task, replicate: int) -> RolloutJob:
         return RolloutJob(task, "gate", self.incumbent, self.pool.base + replicate, self.rollouts.config.seed)
@@ -177,16 +173,7 @@ class ValSampler:
                 else:
                     pooled.append(found)
         self.reused[index] = len(pooled)
-        ahead = []
-        if replicates == 1 and index + 1 < self.rounds:
-            for task in self.val:
-                job = self._incumbent_job(task, index + 1)
-                if self.pool.find(self.rollouts, job) is None:
-                    ahead.append(job)
-        self.ahead[index + 1] = len(ahead)
-        wanted = {(j.cand12, j.task.id, j.replicate) for j in jobs}
-        ran = [r for r, _ in self.rollouts.run(self.folder, jobs + ahead)]
-        records = [r for r in ran if (r.candidate[:12], r.task_id, r.replicate) in wanted] + pooled
+        records = [r for r, _ in self.rollouts.run(self.folder, jobs)] + pooled
         self.held += [r for r in records if r.task_id not in self.gated]
         gated = [r for r in records if r.task_id in self.gated]
         return (
@@ -207,10 +194,6 @@ class ValSampler:
             self.rollouts.suite.config.secondary_alpha,
         )
         return veto(verdict, check)
-
-    def unused_ahead(self, rounds_used: int) -> int:
-        """Incumbent rollouts run ahead for a round the decision did not reach (left in the pool)."""
-        return sum(n for k, n in self.ahead.items() if k >= rounds_used)
 
 
 def settle(
@@ -258,7 +241,7 @@ def settle(
     with ctx.stage(draft.unit.name, "gate") as info:
         carried = (draft.carried, draft.edits[: draft.carried_edits]) if draft.carried is not None else None
         verdict = decide(ctx, folder, candidate, incumbent, draft.unit.seq, done, carried)
-        info["rollouts"] = verdict.rollouts + verdict.prefetched
+        info["rollouts"] = verdict.rollouts
     return close(ctx, draft.judged(candidate, verdict), candidate if verdict.accept else None)
 
 
@@ -308,9 +291,7 @@ def decide(
         else:
             pool = IncumbentPool.of(ctx, incumbent, done)
             val = ctx.suite.tasks("val")
-            sampler = ValSampler(
-                ctx.rollouts, folder, val, candidate, incumbent, seq, pool, gate.max_replicates
-            )
+            sampler = ValSampler(ctx.rollouts, folder, val, candidate, incumbent, seq, pool)
             gate.trade_offs = frozenset(t.id for t in val if ctx.suite.scoring_mode(t) == "trigger")
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
@@ -328,8 +309,7 @@ def decide(
 
 
 def _with_reuse(verdict: Verdict, sampler: ValSampler) -> Verdict:
-    """The verdict with each round's pooled incumbent rollouts counted as reused, not run, and the
-    incumbent rollouts run ahead for rounds it did not reach."""
+    """The verdict with each round's pooled incumbent rollouts counted as reused, not run."""
     reused = sampler.reused
     rounds = [
         r.model_copy(
@@ -342,7 +322,6 @@ def _with_reuse(verdict: Verdict, sampler: ValSampler) -> Verdict:
             "rounds": rounds,
             "rollouts": sum(r.rollouts for r in rounds),
             "reused": sum(r.reused for r in rounds),
-            "prefetched": sampler.unused_ahead(len(rounds)),
         }
     )
 
