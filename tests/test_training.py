@@ -450,7 +450,7 @@ def test_every_way_of_resuming_refuses_a_changed_setting_and_takes_a_raised_budg
     base = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--tag", "r", "--runs-dir", str(tmp_path),
             "--agent-opt", "sleep_s=0", "--max-steps", "2", "-q"]  # fmt: skip
     first = subprocess.run(
-        _cli(*base, "--budget-rollouts", "900"), capture_output=True, text=True, check=False
+        _cli(*base, "--budget-rollouts", "880"), capture_output=True, text=True, check=False
     )
     assert first.returncode == 0, first.stderr
     run = RunDir(tmp_path / "r")
