@@ -1,24 +1,26 @@
-"""--carry screen beside the default on part (i)'s simulated runs (2,000 runs a design, the same seeds).
+"""--carry screen beside the default (nothing run ahead) and the former default (the incumbent's
+next round run ahead), on part (i)'s simulated runs (2,000 runs a design, the same seeds).
 
     .venv/bin/python benchmarks/carry_efficiency.py 2000 > benchmarks/results/carry_efficiency.txt
 
 Prints per proposal model: gain per 1,000 training rollouts [95% bootstrap], training rollouts a run,
 gain a run, keeps a run, (a) and (b) in % with their Wilson upper limits, and the paired ratio
-carry / default [95%]. The full part (i) table (verdicts.py --parts i) also holds the design.
+--carry screen / former default and --carry screen / default [95%]. The full part (i) table (verdicts.py
+--parts i) also holds the designs.
 """
 
 import sys
 
 import numpy as np
 
-from benchmarks.efficiency import MODELS, designs, summarise, versus
+from benchmarks.efficiency import CARRY, DEFAULT, FORMER, MODELS, designs, summarise, versus
 from benchmarks.runsim import RunShape, training_runs
 
 runs = int(sys.argv[1])
 rng = np.random.default_rng(5)
 for model, proposals in MODELS.items():
     arrays = {}
-    for name in ["default (sequential + veto, spend, shared, screen, stops)", "default, --carry screen"]:
+    for name in [CARRY, FORMER, DEFAULT]:
         gating, decider = designs()[name]
         got = training_runs(gating, RunShape(), proposals, runs, 20260, decider, per_run=True)
         arrays[name] = got.pop("per_run")
@@ -41,5 +43,6 @@ for model, proposals in MODELS.items():
             round(100 * r["worse_than_seed_upper"], 1),
             flush=True,
         )
-    a, b = arrays.values()
-    print(model, "carry vs default", versus(b, a, rng))
+    carry, former, default = arrays.values()
+    print(model, "--carry screen vs former default", versus(carry, former, rng))
+    print(model, "--carry screen vs default", versus(carry, default, rng))

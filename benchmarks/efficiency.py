@@ -10,11 +10,12 @@ it, with Wilson 95% upper limits: (a) runs that keep an edit that does not help 
 population (its mean effect over the population is zero or less) and (b) runs that end with a
 skill worse than S0 on the population. A design is eligible when both upper limits are at most 5%.
 
-Designs: today's default gate as skilltune runs it (the sequential sign-flip test with the harm
-veto, spend, shared incumbent rollouts run ahead, the screen on train, no rollouts for a decision
+Designs: today's default as skilltune runs it (the sequential sign-flip test with the harm veto,
+spend, shared incumbent rollouts, nothing run ahead, the screen on train, no rollouts for a decision
 that cannot accept, ``stop_on_repeat``), the same without those two stops (what gatesim modelled
-before), the gate before issue 12, skill-trainer's strict gate at K=3 replicates, a one-pass gate
-(the fixed-sample task-level sign-flip test at the level) and variants of the default.
+before), the former default (the incumbent's next round run ahead), the gate before issue 12, skill-trainer's strict gate at K=3 replicates, a one-pass gate
+(the fixed-sample task-level sign-flip test at the level) and variants of the default (``--carry
+screen`` among them).
 """
 
 from __future__ import annotations
@@ -125,8 +126,14 @@ HARD = Mix(
 MODELS: dict[str, Proposals] = {"base": Proposals(), "hard": HARD}
 
 
+DEFAULT = "default (sequential + veto, spend, shared, screen, stops)"
+FORMER = "former default (the incumbent's next round run ahead)"
+CARRY = "default, --carry screen"
+
+
 def designs() -> dict[str, tuple[Gating, Decider | None]]:
-    """The designs compared, each with the decider that runs it (None: gatesim's decide)."""
+    """The designs compared, each with the decider that runs it (None: gatesim's decide). The
+    default runs nothing ahead (the gate no longer does); the variants change one thing of it."""
     default = NEW_VETO
     variant = {
         "max_reps 4": replace(default, max_looks=4),
@@ -134,11 +141,12 @@ def designs() -> dict[str, tuple[Gating, Decider | None]]:
         "max_reps 4 + rho 1": replace(default, max_looks=4, rho=1.0),
     }
     out: dict[str, tuple[Gating, Decider | None]] = {
-        "default (sequential + veto, spend, shared, screen, stops)": (
-            Gating("default", default, screen=True),
-            real_gate(default),
+        DEFAULT: (Gating("default", default, prefetch=False, screen=True), real_gate(default)),
+        "default without the early stops (gatesim before)": (
+            Gating("d0", default, prefetch=False, screen=True),
+            None,
         ),
-        "default without the early stops (gatesim before)": (Gating("d0", default, screen=True), None),
+        FORMER: (Gating("former", default, screen=True), real_gate(default)),
         "before issue 12 (replicate-t, lord, no reuse)": (Gating("today", TODAY, "lord", reuse=False), None),
         f"skill-trainer strict K={STRICT_K}": (
             Gating(
@@ -156,14 +164,17 @@ def designs() -> dict[str, tuple[Gating, Decider | None]]:
         ),
     }
     for name, design in variant.items():
-        out[f"default, {name}"] = (Gating(name, design, screen=True), real_gate(design))
-    out["default, --carry screen"] = (
-        Gating("carry", default, screen=True, extra={"carry": "screen"}),
+        out[f"default, {name}"] = (Gating(name, design, prefetch=False, screen=True), real_gate(design))
+    out[CARRY] = (
+        Gating("carry", default, prefetch=False, screen=True, extra={"carry": "screen"}),
         real_gate(default),
     )
-    out["default, equal split"] = (Gating("eq", default, "equal", screen=True), real_gate(default))
+    out["default, equal split"] = (
+        Gating("eq", default, "equal", prefetch=False, screen=True),
+        real_gate(default),
+    )
     out["default, levels by planned step"] = (
-        Gating("step", default, screen=True, extra={"levels_by": "step"}),
+        Gating("step", default, prefetch=False, screen=True, extra={"levels_by": "step"}),
         real_gate(default),
     )
     return out

@@ -222,9 +222,9 @@ def power_study(
     }  # fmt: skip
 
 
-def _planted_run(args: tuple[str, int, int, str]) -> dict[str, Any]:
+def _planted_run(args: tuple[str, int, int, str, dict[str, Any]]) -> dict[str, Any]:
     """One real training run from the ablated skill; held-out scores and rollouts spent."""
-    gate, seed, steps, seed_skill = args
+    gate, seed, steps, seed_skill, settings = args
     from skilltune.progress import PlainReporter
     from skilltune.training import train
 
@@ -233,7 +233,7 @@ def _planted_run(args: tuple[str, int, int, str]) -> dict[str, Any]:
         os.environ["SKILLTUNE_WORKSPACES"] = str(runs / "ws")
         result = train(
             SUITE, seed_skill, tag="r", runs_dir=str(runs), gate=gate, max_steps=steps, epoch_steps=100,
-            seed=seed, test_reps=2, workers=1, reporter=PlainReporter(quiet=True),
+            seed=seed, test_reps=2, workers=1, reporter=PlainReporter(quiet=True), **settings,
         )  # fmt: skip
         arms = result.comparison.arms if result.comparison else None
         return {
@@ -245,8 +245,11 @@ def _planted_run(args: tuple[str, int, int, str]) -> dict[str, Any]:
         shutil.rmtree(runs, ignore_errors=True)
 
 
-def planted_study(runs: int, steps: int, workers: int) -> dict[str, Any]:
-    """(e): recovery of a removed rule by real training runs (the sequential gate, and strict for scale)."""
+def planted_study(
+    runs: int, steps: int, workers: int, settings: dict[str, Any] | None = None, only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """(e): recovery of a removed rule by real training runs (the sequential gate, and strict for scale);
+    ``settings``: train settings for every run beside the defaults (``--carry``), ``only``: these gates alone."""
     from skilltune.measure.compare import compare
     from skilltune.skill import load_skill
 
@@ -261,11 +264,21 @@ def planted_study(runs: int, steps: int, workers: int) -> dict[str, Any]:
     )
     lost = (reference.arms["good"].mixed or 0) - (reference.arms["ablated"].mixed or 0)
     gates = {"sequential": runs, "strict": max(8, runs // 5)}
-    jobs = [(gate, seed, steps, str(tmp / "skill")) for gate, count in gates.items() for seed in range(count)]
+    gates = {gate: count for gate, count in gates.items() if not only or gate in only}
+    jobs = [
+        (gate, seed, steps, str(tmp / "skill"), settings or {})
+        for gate, count in gates.items()
+        for seed in range(count)
+    ]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(_planted_run, jobs))
     shutil.rmtree(tmp, ignore_errors=True)
-    out: dict[str, Any] = {"lost_test_score": lost, "ablated_rule": ABLATE, "steps": steps}
+    out: dict[str, Any] = {
+        "lost_test_score": lost,
+        "ablated_rule": ABLATE,
+        "steps": steps,
+        "settings": settings or {},
+    }
     for gate in gates:
         mine = [r for r in results if r["gate"] == gate]
         won = sum(
@@ -439,7 +452,7 @@ def _report_planted(result: dict[str, Any]) -> list[str]:
     lines = [
         f"(e) planted recovery (rule removed: {p['ablated_rule']!r}, test score lost {p['lost_test_score']:.3f})"
     ]
-    for gate in ("sequential", "strict"):
+    for gate in [gate for gate in ("sequential", "strict") if gate in p]:
         g = p[gate]
         lo, hi = g["recovered_ci95"]
         lines.append(
@@ -585,7 +598,13 @@ PARTS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
     "c": lambda preset, workers: part_power(preset),
     "d": lambda preset, workers: {"training": training_study(preset["training"], seed=5)},
     "e": lambda preset, workers: {
-        "planted": planted_study(preset["planted"], preset["planted_steps"], workers)
+        "planted": planted_study(
+            preset["planted"],
+            preset["planted_steps"],
+            workers,
+            preset.get("train"),
+            preset.get("planted_gates", ()),
+        )
     },
     "f": lambda preset, workers: {"allocation": allocation_study(preset["power"], seed=9)},
     # (b') asymmetric nulls, without and with the harm veto: 0/1 scores (and 1-2 val tasks), graded scores
@@ -606,10 +625,24 @@ def main() -> int:
     parser.add_argument(
         "--parts", default="abcdefghi", help="which parts to run (default all); others are kept"
     )
+    parser.add_argument(
+        "--carry", choices=["off", "screen", "gate"], default=None, help="(e): train's --carry"
+    )
+    parser.add_argument(
+        "--planted-gates",
+        nargs="+",
+        choices=["sequential", "strict"],
+        default=[],
+        help="(e): these gates only",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     name = "quick" if args.quick else "full"
-    preset = PRESETS[name]
+    preset = dict(PRESETS[name])
+    if args.carry is not None:
+        preset["train"] = {"carry": args.carry}
+    if args.planted_gates:
+        preset["planted_gates"] = tuple(args.planted_gates)
     default = "verdicts-quick.json" if args.quick else "verdicts.json"
     out_path = args.out or ROOT / "benchmarks" / "results" / default
     result: dict[str, Any] = {"preset": name, "settings": dict(preset), "part_seconds": {}}

@@ -109,3 +109,19 @@ def test_a_carried_candidate_survives_a_stop_and_resume(tmp_path: Path) -> None:
         reporter=quiet(),
     )  # fmt: skip
     assert run.results.read_text() == (tmp_path / "u" / "results.tsv").read_text()
+
+
+def test_a_config_without_carry_reads_as_off_whatever_the_default(tmp_path: Path) -> None:
+    """A config.json that does not name ``carry`` (written before the setting existed, when every run
+    ran without it) reads as ``off`` even if TrainConfig's default changes, so it resumes as it ran."""
+    from skilltune.runfiles import RunConfigFile
+
+    raw = {"schema_version": 9, "suite": "/s", "skill": "/k", "tag": "t", "suite_hash": "h", "contract": "c"}
+    old = RunConfigFile.parse(raw, "config.json")
+    assert old.carry == "off" and old.settings().carry == "off"
+    assert RunConfigFile.model_fields["carry"].default == "off"
+    new = RunConfigFile.parse(raw | {"carry": "screen"}, "config.json")
+    assert new.settings().carry == "screen"
+    path = tmp_path / "config.json"
+    old.write(path)  # written again (a resumed run), it names what it ran
+    assert RunConfigFile.read(path).carry == "off"

@@ -103,8 +103,8 @@ def _card(html: str, key: str) -> int:
 
 
 def test_cost_table_counts_each_rollout_once_as_the_totals_do(demo: Path) -> None:
-    """A gate reads back rollouts already on disk (run ahead for a later round, or shared with an
-    earlier decision): the per-stage table counts each rollout run once, as the run's totals do."""
+    """A gate reads back rollouts already on disk (shared with an earlier decision): the per-stage
+    table counts each rollout run once, as the run's totals do."""
     records = [RolloutRecord.read(p) for p in demo.rglob("record.json")]
     run_here = [r for r in records if not r.cached_from]
     calls = [c for p in demo.rglob("reflections.json") for c in ReflectionsFile.read(p).calls]

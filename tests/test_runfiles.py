@@ -253,7 +253,9 @@ def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path:
     task-level (issue 12): the table's gate rollouts changed, the end did not (success, the same best
     skill and held-out gain), and the gate's share of training rollouts was added. Regenerated again
     when the demo's val split grew from 16 to 48 tasks and `make demo` dropped `--alpha 0.2` (issue 20):
-    the val scores and rollouts changed, the best skill and the held-out gain did not."""
+    the val scores and rollouts changed, the best skill and the held-out gain did not. And again when
+    the gate stopped running the incumbent's next round ahead: the units' rollouts and the gate's
+    share changed (748 -> 604 training rollouts), nothing else did."""
     proc = subprocess.run(
         [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
          "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],

@@ -132,8 +132,8 @@ class TrainConfig(BaseModel):
     carry: Literal["off", "screen", "gate"] = Field(
         default="off",
         description="Carry a candidate's edits into the next step: screen (one that beats its parent on the "
-        "train screen is not gated yet; the next step builds on it) or gate (one the gate did not keep for "
-        "lack of evidence, with a positive val gain and no harm).",
+        "train screen is not gated yet; the next step builds on it), gate (one the gate did not keep for "
+        "lack of evidence, with a positive val gain and no harm) or off (each candidate gated in its step).",
     )
     budget_rollouts: int | None = Field(
         default=None, ge=1, description="Most rollouts to spend (unset: no limit)."
@@ -257,6 +257,9 @@ class RunConfigFile(RunFile, TrainConfig):
 
     suite_hash: str
     contract: str
+    # A config.json without ``carry`` was written before --carry existed or while its default was
+    # ``off``: it reads as the run ran (every config.json written since names it).
+    carry: Literal["off", "screen", "gate"] = "off"
 
     def omitted(self, data: dict[str, Any]) -> list[str]:
         """A run with one agent leaves the settings of several out (its config.json as before them)."""

@@ -124,13 +124,12 @@ class ValSampler:
     fresh for the unit and the round, and takes the incumbent's round-k replicate from its
     pool (run here when no earlier decision ran it).
 
-    Round k's batch also runs the incumbent's round k+1 replicates the pool lacks (below the
-    gate's ``rounds`` cap), queued after round k's jobs, so they take the workers round k's
-    last rollouts leave idle. Which they are depends only on the pool, never on timing; they
-    enter this decision at round k+1, or a later decision of the same incumbent at its round
-    k+1, and are counted like any rollout the unit ran (``prefetched``: those this decision
-    did not reach). A candidate's next round is not started early: whenever the decision
-    stops it would be wasted, and how much of it ran would depend on timing.
+    Nothing is run ahead of the round that needs it: the incumbent's round k+1 queued behind
+    round k (as skilltune did before) made round k wait for it too, so it only moved work from
+    one round into the other (saving time in the tail of a round with uneven rollouts at most),
+    and whenever the decision stopped at round k, or kept the candidate there (the incumbent then
+    changes), those rollouts were never used: 32 of a 10-step run's 361 training
+    rollouts on the 16-val-task demo (benchmarks/demo16.py). gate.json's ``prefetched`` stays 0.
 
     With a secondary suite named (skill-trainer's two-suite rule) the gate gets the primary
     tasks' records and the secondary tasks' are kept for the regression test
@@ -146,7 +145,6 @@ class ValSampler:
         incumbent: Candidate,
         seq: int,
         pool: IncumbentPool,
-        rounds: int,
     ) -> None:
         self.rollouts = rollouts
         self.folder = folder
@@ -158,11 +156,9 @@ class ValSampler:
         self.gated = self.scope.gated
         self.held: list[RolloutRecord] = []  # the secondary suite's records, every round
         self.pool = pool
-        self.rounds = rounds
         self.reused: dict[int, int] = {}  # round -> incumbent rollouts taken from the pool
         self.seen_candidate: list[RolloutRecord] = []  # the gated records of every round, per arm
         self.seen_incumbent: list[RolloutRecord] = []
-        self.ahead: dict[int, int] = {}  # round -> incumbent rollouts run ahead for it
 
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
         first = index * replicates
@@ -177,14 +173,7 @@ class ValSampler:
             else:
                 pooled.append(found)
         self.reused[index] = len(pooled)
-        ahead = []
-        if replicates == 1 and index + 1 < self.rounds:
-            nxt = self.rollouts.jobs(self.val, self.incumbent, "gate", self.pool.base + index + 1, 1)
-            ahead = [job for job in nxt if self.pool.find(self.rollouts, job) is None]
-        self.ahead[index + 1] = len(ahead)
-        wanted = {j.key for j in jobs}
-        ran = [r for r, _ in self.rollouts.run(self.folder, jobs + ahead)]
-        records = [r for r in ran if (r.candidate[:12], r.target, r.task_id, r.replicate) in wanted] + pooled
+        records = [r for r, _ in self.rollouts.run(self.folder, jobs)] + pooled
         self.held += [r for r in records if r.task_id not in self.gated]
         gated = [r for r in records if r.task_id in self.gated]
         cand = [r for r in gated if r.candidate == self.candidate.hash]
@@ -215,10 +204,6 @@ class ValSampler:
         alpha = self.rollouts.suite.config.secondary_alpha
         evidence = agent_evidence(labels, self.seen_candidate, self.seen_incumbent, metric, alpha)
         return agents_veto(verdict, evidence, mode)
-
-    def unused_ahead(self, rounds_used: int) -> int:
-        """Incumbent rollouts run ahead for a round the decision did not reach (left in the pool)."""
-        return sum(n for k, n in self.ahead.items() if k >= rounds_used)
 
 
 def settle(
@@ -266,7 +251,7 @@ def settle(
     with ctx.stage(draft.unit.name, "gate") as info:
         carried = (draft.carried, draft.edits[: draft.carried_edits]) if draft.carried is not None else None
         verdict = decide(ctx, folder, candidate, incumbent, draft.unit.seq, done, carried)
-        info["rollouts"] = verdict.rollouts + verdict.prefetched
+        info["rollouts"] = verdict.rollouts
     return close(ctx, draft.judged(candidate, verdict), candidate if verdict.accept else None)
 
 
@@ -316,9 +301,7 @@ def decide(
         else:
             pool = IncumbentPool.of(ctx, incumbent, done)
             val = ctx.suite.tasks("val")
-            sampler = ValSampler(
-                ctx.rollouts, folder, val, candidate, incumbent, seq, pool, gate.max_replicates
-            )
+            sampler = ValSampler(ctx.rollouts, folder, val, candidate, incumbent, seq, pool)
             trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
             labels = ctx.rollouts.labels
             gate.trade_offs = trade_offs(val, trigger, labels, ctx.config.agents_gate)
@@ -339,8 +322,7 @@ def decide(
 
 
 def _with_reuse(verdict: Verdict, sampler: ValSampler) -> Verdict:
-    """The verdict with each round's pooled incumbent rollouts counted as reused, not run, and the
-    incumbent rollouts run ahead for rounds it did not reach."""
+    """The verdict with each round's pooled incumbent rollouts counted as reused, not run."""
     reused = sampler.reused
     rounds = [
         r.model_copy(
@@ -353,7 +335,6 @@ def _with_reuse(verdict: Verdict, sampler: ValSampler) -> Verdict:
             "rounds": rounds,
             "rollouts": sum(r.rollouts for r in rounds),
             "reused": sum(r.reused for r in rounds),
-            "prefetched": sampler.unused_ahead(len(rounds)),
         }
     )
 
