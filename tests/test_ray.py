@@ -261,3 +261,41 @@ def test_ray_runs_several_agents_as_local_workers_do(tmp_path: Path, ray_executo
     assert on_ray.agents == local.agents
     for label in ("follows", "stubborn"):
         assert _records(tmp_path / "ray" / label) == _records(tmp_path / "local" / label)
+
+
+def test_a_training_run_for_several_agents_on_ray_decides_as_local_workers_do(
+    tmp_path: Path, ray_executor: RayExecutor
+) -> None:
+    """train with two mock agents (one that ignores the rules the proposer adds): on the shared Ray
+    executor every stage runs each agent and the run ends with the same decisions, per-agent gate
+    evidence and rollouts as with local workers; each Ray record names the agent that ran it."""
+    from skilltune.training import train
+    from tests.helpers import quiet
+
+    agents = [
+        {"label": "follows", "agent": "mock"},
+        {"label": "stubborn", "agent": "mock", "options": {"ignores": ["quantify-impact", "detection-gap"]}},
+    ]
+    settings = {"proposer": "mock", "max_steps": 1, "seed": 1, "metric": "hard", "test_reps": 1}
+    runs = {}
+    for name, how in (("ray", {"executor": ray_executor}), ("local", {"workers": 2})):
+        result = train(
+            MOCK_SUITE, MOCK_SKILL, tag=name, runs_dir=str(tmp_path), agents=agents, reporter=quiet(),
+            **settings, **how,
+        )  # fmt: skip
+        runs[name] = Path(result.run_dir)
+    gates = {
+        name: json.loads((run / "steps" / "step_0001" / "gate.json").read_text())
+        for name, run in runs.items()
+    }
+    assert gates["ray"]["decision"] == gates["local"]["decision"]
+    assert gates["ray"]["agents"] == gates["local"]["agents"] and gates["ray"]["agents"]
+    targets = {
+        name: sorted(
+            (r["target"], r["phase"], r["task_id"], r["replicate"], json.dumps(r["score"]))
+            for r in (json.loads(p.read_text()) for p in run.rglob("record.json"))
+        )
+        for name, run in runs.items()
+    }
+    assert targets["ray"] == targets["local"]
+    assert {t for t, *_ in targets["ray"]} == {"follows", "stubborn"}
