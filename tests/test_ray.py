@@ -6,6 +6,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -276,9 +277,16 @@ def test_a_training_run_for_several_agents_on_ray_decides_as_local_workers_do(
         {"label": "follows", "agent": "mock"},
         {"label": "stubborn", "agent": "mock", "options": {"ignores": ["quantify-impact", "detection-gap"]}},
     ]
-    settings = {"proposer": "mock", "max_steps": 1, "seed": 1, "metric": "hard", "test_reps": 1}
+    settings: dict[str, Any] = {
+        "proposer": "mock",
+        "max_steps": 1,
+        "seed": 1,
+        "metric": "hard",
+        "test_reps": 1,
+    }
     runs = {}
-    for name, how in (("ray", {"executor": ray_executor}), ("local", {"workers": 2})):
+    ways: list[tuple[str, dict[str, Any]]] = [("ray", {"executor": ray_executor}), ("local", {"workers": 2})]
+    for name, how in ways:
         result = train(
             MOCK_SUITE, MOCK_SKILL, tag=name, runs_dir=str(tmp_path), agents=agents, reporter=quiet(),
             **settings, **how,
