@@ -206,13 +206,7 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
         except CallCancelled:
             raise RolloutInterrupted from None
         except ModelCallError as exc:
-            return AgentResult(
-                status="infra_error",
-                reason=str(exc),
-                events=exc.events,
-                model=chat.model,
-                final=not exc.retryable,
-            )
+            return _call_failed(exc, chat.model)
         self._write_output(request, reply.text)
         cut = reply.finish == "length"
         return AgentResult(
@@ -252,13 +246,7 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
         except CallCancelled:
             raise RolloutInterrupted from None
         except ModelCallError as exc:
-            return AgentResult(
-                status="infra_error",
-                reason=str(exc),
-                events=exc.events,
-                model=chat.model,
-                final=not exc.retryable,
-            )
+            return _call_failed(exc, chat.model)
         reply = talk.final
         self._write_output(request, reply.text)
         replies = talk.replies
@@ -391,3 +379,10 @@ def _longest_run(text: str, char: str) -> int:
         run = run + 1 if c == char else 0
         longest = max(longest, run)
     return longest
+
+
+def _call_failed(exc: ModelCallError, model: str) -> AgentResult:
+    """A model call that failed after its retries: an infra error (final when retrying cannot help)."""
+    return AgentResult(
+        status="infra_error", reason=str(exc), events=exc.events, model=model, final=not exc.retryable
+    )
