@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -72,6 +73,10 @@ class Gate(ABC, Generic[GateOptionsT]):
         # boundary between loading and not loading, where a rewrite that wins many queries may lose a
         # few (the test of the mean weighs them). A per-task check (the harm veto) passes over them.
         self.trade_offs: frozenset[str] = frozenset()
+        # Val units the harm veto pools before it looks (unit -> group): with several agents under
+        # ``--agents-gate mean`` each task's units across the agents, so one agent's loss is weighed
+        # against the others' gains on the same task, while a task that fell on every agent is vetoed.
+        self.harm_groups: Mapping[str, str] = {}
         # Options and the type parameter name the same model (a ClassVar cannot hold a type parameter)
         self.options = cast(GateOptionsT, self.Options.model_validate(settings))
 

@@ -202,13 +202,14 @@ class SequentialGate(Gate[SequentialOptions]):
         o = self.options
         if o.harm_tolerance > 1.0:
             return None
-        diffs = {
-            task: [
-                q.candidate - q.incumbent for q in got if q.candidate is not None and q.incumbent is not None
-            ]
-            for task, got in by_task.items()
-            if task not in self.trade_offs
-        }
+        diffs: dict[str, list[float]] = {}
+        for unit, got in by_task.items():
+            if unit not in self.trade_offs:
+                diffs.setdefault(self.harm_groups.get(unit, unit), []).extend(
+                    q.candidate - q.incumbent
+                    for q in got
+                    if q.candidate is not None and q.incumbent is not None
+                )
         seen = harm(diffs, o.harm_tolerance, o.harm_confidence)
         return HarmCheck(
             tolerance=o.harm_tolerance,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from skilltune.gate import make_gate
-from skilltune.runfiles import RolloutRecord, SignFlipStatistic
+from skilltune.runfiles import RolloutRecord, SignFlipStatistic, Verdict
 from skilltune.score import Score
 from skilltune.sequential import SequentialGate
 from skilltune.stats import SequentialTest
@@ -522,6 +522,34 @@ def test_a_trigger_query_lost_by_a_rewrite_is_a_trade_off_not_a_harm() -> None:
     table = _helps_twelve([(1.0, 0.0)]) | {"b_hurt": [(1.0, 0.0)]}
     vetoed = body.decide(TableSampler(table))
     assert vetoed.decision == "reject" and vetoed.harm is not None and set(vetoed.harm.harmed) == {"b_hurt"}
+
+
+def _three_agents(harm: dict[str, float]) -> dict[str, list[tuple[float, float]]]:
+    """Units ``agent/task`` of agents a, b and c: t00-t03 fixed (0 -> 1) on every agent, and t_harm
+    whose candidate score on each agent is ``harm[agent]`` (incumbent 1)."""
+    table = {f"{a}/t{t:02d}": [(0.0, 1.0)] for a in "abc" for t in range(4)}
+    return table | {f"{a}/t_harm": [(1.0, harm[a])] for a in "abc"}
+
+
+def test_under_agents_gate_mean_the_veto_weighs_a_task_over_the_agents() -> None:
+    """``harm_groups`` (--agents-gate mean) pools a task's units across the agents before the veto
+    looks. t_harm lost on agent a and won on b and c (mean +1/3) is a trade-off: kept. Lost on every
+    agent it blocks the keep, named by its task (the sum still crosses: 12 units up, 3 down, p
+    576/32768). Without the pooling (no-worse), a's one lost unit is vetoed on its own."""
+    groups = {unit: unit.split("/")[1] for unit in _three_agents(dict.fromkeys("abc", 0.0))}
+
+    def decide(harm: dict[str, float], pooled: bool) -> Verdict:
+        gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
+        gate.harm_groups = groups if pooled else {}
+        return gate.decide(TableSampler(_three_agents(harm)))
+
+    traded = decide({"a": 0.0, "b": 1.0, "c": 1.0}, pooled=True)
+    assert traded.decision == "accept" and traded.harm is not None and traded.harm.suspects == {}
+    everywhere = decide(dict.fromkeys("abc", 0.0), pooled=True)
+    assert everywhere.decision == "reject" and everywhere.harm is not None
+    assert set(everywhere.harm.harmed) == {"t_harm"} and "t_harm -1.00" in everywhere.reason
+    unit = decide({"a": 0.0, "b": 1.0, "c": 1.0}, pooled=False)
+    assert unit.decision == "reject" and unit.harm is not None and set(unit.harm.harmed) == {"a/t_harm"}
 
 
 def test_a_drop_within_the_replicate_noise_does_not_block_a_keep() -> None:

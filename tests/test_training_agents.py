@@ -19,7 +19,7 @@ from skilltune.rollout.tally import as_units, unit_id
 from skilltune.runfiles import AgentSpec, RolloutRecord, RunConfigFile, UnitRecord, Verdict
 from skilltune.score.base import Score
 from skilltune.suite import load_suite
-from skilltune.training.agents import agent_evidence, agents_veto
+from skilltune.training.agents import agent_evidence, agents_veto, harm_groups, trade_offs
 from skilltune.training.budget import Plan
 from skilltune.training.config import config_file, make_config, settings_for_resume
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
@@ -169,6 +169,15 @@ def test_no_worse_turns_an_accept_into_a_reject_when_an_agent_is_hurt_and_mean_d
     assert agents_veto(rejected, evidence, "no-worse").reason == "futile"  # never a reject into an accept
     fine = [e.model_copy(update={"hurt": False}) for e in evidence]
     assert agents_veto(_accept(), fine, "no-worse").accept
+
+
+def test_the_harm_veto_pools_a_tasks_agents_only_under_mean_and_never_vetoes_trigger_units() -> None:
+    val = load_suite(MOCK_SUITE).tasks("val")[:2]
+    ids = [t.id for t in val]
+    assert harm_groups(val, ["x", "y"], "mean") == {f"{a}/{t}": t for a in ("x", "y") for t in ids}
+    assert harm_groups(val, ["x", "y"], "no-worse") == {} and harm_groups(val, [], "mean") == {}
+    assert trade_offs([ids[0]], ["x", "y"]) == {f"x/{ids[0]}", f"y/{ids[0]}"}
+    assert trade_offs([ids[0]], []) == {ids[0]}
 
 
 def test_gate_json_and_the_unit_record_leave_the_agents_out_with_one_agent(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ test on the pooled units at the decision's level, so the run-wide error control 
 secondary-suite veto (training/secondary.py's ``regression_test``, at the suite's
 ``secondary_alpha``) and turns an accept into a reject when an agent is significantly hurt. The
 veto can only turn accepts into rejects, so it cannot raise the false-accept rate. The sequential
-gate's harm veto (one unit fallen with confidence) holds under ``no-worse``; under ``mean`` every
-unit is a trade-off (``trade_offs``), as trigger tasks are: one agent's loss on a task is weighed
-against the others' gains, which is what ``mean`` asks for.
+gate's harm veto (one unit fallen with confidence) holds under ``no-worse``; under ``mean`` it
+looks at each task's units pooled over the agents (``harm_groups``): one agent's loss on a task is
+weighed against the others' gains on it, which is what ``mean`` asks for, while a task that fell on
+every agent is still vetoed. Trigger tasks are trade-offs (``trade_offs``) under both.
 """
 
 from __future__ import annotations
@@ -147,9 +148,15 @@ def agents_veto(verdict: Verdict, evidence: list[AgentEvidence], mode: AgentsGat
     )
 
 
-def trade_offs(val: list[Task], trigger: list[str], labels: list[str], mode: AgentsGate) -> frozenset[str]:
-    """The units the harm veto does not veto one by one: trigger tasks; with several agents under
-    ``--agents-gate mean`` every unit (one agent's loss on a task is traded against the others' gains)."""
-    if labels and mode == "mean":
-        return frozenset(f"{a}/{t.id}" for a in labels for t in val)
+def trade_offs(trigger: list[str], labels: list[str]) -> frozenset[str]:
+    """The units the harm veto does not veto one by one: the trigger tasks' (on every agent)."""
     return frozenset(f"{a}/{t}" for a in labels for t in trigger) if labels else frozenset(trigger)
+
+
+def harm_groups(val: list[Task], labels: list[str], mode: AgentsGate) -> dict[str, str]:
+    """How the harm veto pools units: under ``--agents-gate mean`` a task's units across the agents
+    (``label/task`` -> ``task``), so the veto looks at the task's mean difference over the agents;
+    otherwise none (under ``no-worse`` each (agent, task) unit is vetoed on its own)."""
+    if not labels or mode != "mean":
+        return {}
+    return {f"{a}/{t.id}": t.id for a in labels for t in val}

@@ -27,7 +27,7 @@ from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task
 from skilltune.textfmt import fmt
-from skilltune.training.agents import agent_evidence, agents_veto, trade_offs
+from skilltune.training.agents import agent_evidence, agents_veto, harm_groups, trade_offs
 from skilltune.training.budget import proposer_tokens, record_cost, record_tokens, records_run
 from skilltune.training.context import RunContext
 from skilltune.training.rollouts import POOL_OFFSET, RunRollouts, replicate_base
@@ -304,7 +304,8 @@ def decide(
             sampler = ValSampler(ctx.rollouts, folder, val, candidate, incumbent, seq, pool)
             trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
             labels = ctx.rollouts.labels
-            gate.trade_offs = trade_offs(val, trigger, labels, ctx.config.agents_gate)
+            gate.trade_offs = trade_offs(trigger, labels)
+            gate.harm_groups = harm_groups(val, labels, ctx.config.agents_gate)
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)
