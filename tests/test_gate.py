@@ -424,6 +424,27 @@ def test_val_size_notes_say_when_fewer_steps_cannot_help() -> None:
     assert "(these 5 val tasks are too few for some of them)" in suite_size_notes(5, levels, 0.05)[0]
 
 
+def test_val_size_notes_count_agent_task_units_with_several_agents() -> None:
+    """With three agents the gate tests 12 (agent, task) units of 4 val tasks: the decisions 4 tasks
+    cannot reach are within reach, and the advice to add tasks is in tasks, not units."""
+    from skilltune.gate import suite_size_notes, val_size_notes
+    from skilltune.stats.alpha import RunAlpha
+
+    levels = RunAlpha(0.05, "spend", 2).planned_levels()
+    note, warning = val_size_notes(4, levels, 0.05, agents=3)
+    assert warning is None
+    assert note.startswith(
+        "gate: to be kept, an edit must improve at least 5 of the 12 (agent, task) units (3 agents x 4"
+    )
+    size, harm = suite_size_notes(4, levels, 0.05, agents=3)
+    assert "changes at least 5 (agent, task) units" in size and "of these 12)" in size
+    assert "val tasks with 3 agents to be keepable" in size and "among 4 val tasks" in harm
+    few = RunAlpha(0.05, "spend", 12).planned_levels()
+    _, warning = val_size_notes(2, few, 0.05, agents=3)
+    assert warning is not None and "with 6 (agent, task) units (3 agents x 2 val tasks)" in warning
+    assert warning.endswith("with 3 agents) or plan fewer steps")
+
+
 def test_the_harm_note_counts_only_the_tasks_the_veto_looks_at() -> None:
     """Trigger tasks are not vetoed one by one: a suite of them alone gets no harm arithmetic, and a
     mixed one counts its body tasks."""

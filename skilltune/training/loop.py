@@ -102,13 +102,14 @@ def _warn_val_size(ctx: RunContext) -> None:
     if not ctx.gate.leveled:
         return
     levels = ctx.gate.run_alpha.planned_levels()
-    note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha)
+    agents = max(1, len(ctx.rollouts.labels))  # several agents: the gate's units are (agent, task) pairs
+    note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha, agents)
     if note:
         ctx.reporter.line(note)
     val = ctx.suite.tasks("val")
     trigger = sum(ctx.suite.scoring_mode(t) == "trigger" for t in val)
     vetoed = len(val) - trigger if trigger else None
-    for line in suite_size_notes(len(val), levels, ctx.gate.run_alpha.alpha, vetoed):
+    for line in suite_size_notes(len(val), levels, ctx.gate.run_alpha.alpha, vetoed, agents):
         ctx.reporter.line(line)
     if warning:
         ctx.reporter.line(warning)
