@@ -254,7 +254,7 @@ def suite_size_notes(
         if last <= units
         else f"these {units} {noun} are too few for {'any' if first > units else 'some'} of them"
     )
-    need = (
+    keepable = (
         f"{4 * last} val tasks"
         if agents == 1
         else f"{math.ceil(4 * last / agents)} val tasks with {agents} agents"
@@ -262,7 +262,7 @@ def suite_size_notes(
     size = (
         f"suite size: an edit is kept only if it changes at least {first} {noun} at this run's first "
         f"decision and {last} at its last ({share}); a rule that matters to a quarter of the tasks needs "
-        f"{need} to be keepable at every decision"
+        f"{keepable} to be keepable at every decision"
     )
     checked = val_tasks if vetoed is None else vetoed
     if checked == 0:
