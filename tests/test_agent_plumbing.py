@@ -437,3 +437,31 @@ def test_a_request_refuses_options_that_are_not_an_options_model(tmp_path: Path)
             task=Task(id="t", prompt="p"), prompt="p", workspace=tmp_path, log_dir=tmp_path,
             candidate_hash="h", options={"model": "m"},
         )  # fmt: skip
+
+
+def test_a_cli_that_is_not_on_path_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the preflight, `run --agent gemini` on a machine without gemini started every rollout
+    and each ended infra_error; now the command stops at once, exit 2, naming the install and the
+    option, and writes nothing. A configured executable that is no program is refused the same way;
+    a Ray run is not checked here (its workers have a PATH of their own)."""
+    from typer.testing import CliRunner
+
+    from skilltune.cli import app
+    from skilltune.errors import UsageError
+    from skilltune.rollout.workspace import check_target
+    from tests.helpers import MOCK_SKILL, MOCK_SUITE
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    out = tmp_path / "out"
+    args = ["run", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--agent", "gemini", "--split", "val",
+            "--reps", "1", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and not out.exists()
+    assert "gemini: `gemini` is not on PATH: npm install -g @google/gemini-cli" in result.output
+    assert "--agent-opt executable=PATH" in result.output and "Traceback" not in result.output
+    backend = GeminiAgent()
+    with pytest.raises(UsageError, match="executable=/no/such/gemini is not an executable file"):
+        check_target(backend, backend.parse_options({"executable": "/no/such/gemini"}), [])
+    check_target(backend, backend.parse_options({}), [], executor="ray")  # not checked: the workers' PATH

@@ -191,6 +191,25 @@ class AgentBackend(ABC, Generic[OptionsT]):
         anything is written."""
         return
 
+    def missing_executable(self, options: OptionsT) -> str | None:
+        """Why this machine cannot start the agent's program (None: it can, or there is none): the
+        option ``executable`` names no executable file, or the CLI is not on PATH. Checked before
+        anything is written when the rollouts run here (a Ray worker has a PATH of its own)."""
+        if self.executable is None:
+            return None
+        configured = getattr(options, "executable", None)
+        if configured:
+            if shutil.which(str(configured)) is None:
+                return f"{self.name}: --agent-opt executable={configured} is not an executable file (or not on PATH)"
+            return None
+        if shutil.which(self.executable) is None:
+            hint = self.install_hint or f"install {self.executable}"
+            return (
+                f"{self.name}: `{self.executable}` is not on PATH: {hint}; or give the program's path "
+                "with --agent-opt executable=PATH"
+            )
+        return None
+
     def task_problem(self, task: Task) -> str | None:
         """Why this backend cannot run ``task`` (None: it can); reported before anything runs."""
         return None

@@ -244,6 +244,8 @@ def check_target(
             "worker of its own; use --executor local with --workers N"
         )
     if preflight:
+        if executor == "local" and (missing := backend.missing_executable(options)):
+            raise UsageError(missing)
         backend.preflight(options)
     problems = [
         f"skill {c.name}: {p}" for c in candidates if c is not None and (p := backend.skill_problem(c))
