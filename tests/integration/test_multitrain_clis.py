@@ -1,8 +1,10 @@
 """One training run for three real agent CLIs (issue 22, must-show 1): claude, codex and gemini,
 each against a scripted fake model server of its own, an edit that helps two and hurts the third.
 
-The skill reaches each CLI in its system prompt (``placement=system``). Each server's scripted
-model answers from the skill text the CLI sent it and from which CLI it serves (``Script``): the
+The skill is placed natively for each CLI (its own skill folder in the workspace). Each server's
+scripted model loads it the CLI's own way (claude ``Skill``, codex reading its SKILL.md, gemini
+``activate_skill``), then answers from the skill text the load brought and from which CLI it
+serves (``Script``): the
 two *helped* ones fail every task without the rule (printing the ``SYMPTOM:`` line the mock
 proposer turns into that very rule) and solve it with the rule; the *hurt* one solves every task
 without the rule and fails with it. Step 1's edit (the rule) so moves val, per agent, 0 -> 1,
@@ -16,6 +18,7 @@ it runs the CLIs only where its decision differs (the kept edit's held-out test)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +31,8 @@ from skilltune.cli import app
 from skilltune.rundir import RESULTS_HEADER, RunDir
 from skilltune.runfiles import AgentEvidence, RolloutRecord, Transfer, UnitRecord, Verdict
 from tests.conftest import require_cli
-from tests.fakeserver import FakeModelServer, ModelRequest, Reply
-from tests.fakeserver.skills import strings
+from tests.fakeserver import FakeModelServer, ModelRequest, Reply, ToolCall
+from tests.fakeserver.skills import listed_description, strings
 from tests.helpers import write_skill, write_suite
 from tests.integration.test_trigger_clis import CLIS
 
@@ -37,6 +40,7 @@ SYMPTOM = "the ticket number is missing"
 # The mock proposer's rule from that symptom (skilltune/propose/mock.py, a suite with no pool).
 RULE = f"Check before you finish that this does not happen: {SYMPTOM}."
 SOLVED = "RESULT: solved"
+SKILL = "tickets"
 # label -> the CLI (the backend), and whether the rule helps it
 AGENTS = {"sonnet": "claude", "gpt": "codex", "flash": "gemini"}
 HELPED = {"sonnet": True, "gpt": True, "flash": False}
@@ -46,15 +50,19 @@ HURT = "flash"
 
 @dataclass
 class Script:
-    """The scripted model of one CLI's server: its answer hangs on whether the skill text the CLI
-    sent holds the rule, and on whether the rule helps this CLI. ``seen``: (prompt, rule present)
-    of each answer, so a test can tell the edit reached the model."""
+    """The scripted model of one CLI's server. First turn: it loads the skill the CLI listed to it
+    (the CLI's own way of loading one, ``load``); then it answers from the skill text the load
+    brought (whether it holds the rule) and from whether the rule helps this CLI. ``seen``: (prompt,
+    rule present) of each answer, so a test can tell the edit reached the model."""
 
     helped: bool
+    load: Callable[[str], ToolCall]
     seen: list[tuple[str, bool]] = field(default_factory=list)
 
     def __call__(self, request: ModelRequest) -> Reply:
         text = "\n".join(strings(request.body))
+        if request.tool_results == 0 and listed_description(text, SKILL) is not None:
+            return Reply(tool_calls=[self.load(SKILL)])
         ruled = RULE in text
         prompt = next((p for p in PROMPTS if p in text), "?")
         self.seen.append((prompt, ruled))
@@ -89,10 +97,10 @@ class Runs:
 
 def agent_values() -> list[str]:
     """The three --agent values: each CLI's model and no retries (tests/integration/test_trigger_clis.py),
-    the skill in the system prompt."""
+    the skill placed natively (the default)."""
     values = []
     for label, cli in AGENTS.items():
-        options = {**CLIS[cli].options, "placement": "system", "wall_limit_s": "180"}
+        options = {**CLIS[cli].options, "wall_limit_s": "180"}
         values.append(f"{label}={cli}:" + ",".join(f"{k}={v}" for k, v in options.items()))
     return values
 
@@ -104,8 +112,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         require_cli(CLIS[cli].executable)
     root = tmp_path_factory.mktemp("multitrain-clis")
     suite = write_suite(root / "suite", TRAIN, VAL, TEST)
-    skill = write_skill(root / "seed", "- Close the ticket the user names.", name="tickets")
-    scripts = {label: Script(HELPED[label]) for label in LABELS}
+    skill = write_skill(root / "seed", "- Close the ticket the user names.", name=SKILL)
+    scripts = {label: Script(HELPED[label], CLIS[cli].load) for label, cli in AGENTS.items()}
     outputs: dict[str, str] = {}
     with pytest.MonkeyPatch.context() as env, ExitStack() as up:
         env.setenv("HOME", str(root / "home"))
@@ -203,6 +211,7 @@ def test_each_clis_rollouts_lie_in_their_own_folders_and_name_it(runs: Runs) -> 
             assert record.agent == AGENTS[record.target], (path, record.agent)
             assert record.status == "ok", (path, record.reason)
             assert record.tokens_in and record.tokens_out  # what each CLI reported of its model calls
+            assert record.skill_loaded is True  # read from the CLI's own events: the native load
         phases = {(r.target, r.phase) for _, r in records}
         ran = (
             "eval",
