@@ -190,7 +190,7 @@ def test_mean_keeps_it_on_the_pooled_gain(runs: Runs) -> None:
     assert [transfer.agent(label).pairs[0].diff for label in LABELS] == [1.0, 1.0, -1.0]
 
 
-def test_results_tsv_and_gate_json_hold_each_clis_figures(runs: Runs) -> None:
+def test_results_tsv_gate_and_step_json_hold_each_clis_figures(runs: Runs) -> None:
     for tag, kept in (("no-worse", "discard"), ("mean", "keep")):
         lines = (runs.root / tag / "results.tsv").read_text().splitlines()
         header, row = lines[0].split("\t"), lines[1].split("\t")
@@ -198,8 +198,11 @@ def test_results_tsv_and_gate_json_hold_each_clis_figures(runs: Runs) -> None:
         assert kept in row
         cells = row[-1].split("; ")
         assert cells == ["sonnet 1.000>0.000", "gpt 1.000>0.000", "flash 0.000>1.000 HURT p=0"], row[-1]
-        raw = json.loads((RunDir(runs.root / tag).unit_dir("step", 1) / "gate.json").read_text())
+        step = RunDir(runs.root / tag).unit_dir("step", 1)
+        raw = json.loads((step / "gate.json").read_text())
         assert [a["label"] for a in raw["agents"]] == LABELS
+        assert [a["hurt"] for a in raw["agents"]] == [label == HURT for label in LABELS]
+        assert UnitRecord.read(step / "step.json").agents == Verdict.read(step / "gate.json").agents
 
 
 def test_each_clis_rollouts_lie_in_their_own_folders_and_name_it(runs: Runs) -> None:
