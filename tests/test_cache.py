@@ -14,13 +14,15 @@ import pytest
 
 from skilltune.agents import AGENTS, AgentRequest, AgentResult, get_backend
 from skilltune.agents.mock import MockAgent, MockOptions
-from skilltune.errors import InfraFailure
+from skilltune.errors import InfraFailure, UsageError
 from skilltune.measure.evaluate import evaluate
 from skilltune.rollout.cache import RolloutCache, rollout_key
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, rollout_dir
-from skilltune.runfiles import RolloutRecord
+from skilltune.rundir import RunDir
+from skilltune.runfiles import AgentSpec, RolloutRecord, Transfer, Verdict
 from skilltune.skill import load_skill
 from skilltune.suite import load_suite
+from skilltune.training.budget import spent
 from tests.helpers import MOCK_SUITE, rule_task, write_skill, write_suite
 
 RULE = "state-a-default"
@@ -218,3 +220,87 @@ def test_cli_version_in_the_cache_key_is_the_number_and_a_failure_is_not_remembe
     assert version_number(str(broken)) is None
     broken.write_text("#!/bin/sh\necho 0.9.1\n")
     assert version_number(str(broken)) == "0.9.1"  # asked again: the failure was not cached
+
+
+def _two_agents_train(runs: Path, suite: Path, skill: Path, cache: Path, agents: list[AgentSpec]) -> RunDir:
+    from skilltune.training import train
+    from tests.helpers import quiet
+
+    result = train(
+        suite, skill, tag="two", runs_dir=str(runs), agents=[a.model_dump(mode="json") for a in agents],
+        proposer="mock", max_steps=1, seed=2, metric="hard", test_reps=1, carry="off", cache=str(cache),
+        reporter=quiet(),
+    )  # fmt: skip
+    return RunDir(Path(result.run_dir))
+
+
+TWO_AGENTS = [
+    AgentSpec(label="follows", agent="mock"),
+    AgentSpec(label="deaf", agent="mock", options={"ignores": ["rule-b"]}),
+]
+
+
+def _decisions(run: RunDir) -> list[dict[str, str]]:
+    """results.tsv's rows but for what this run paid (a cached rollout costs nothing here)."""
+    header, *rows = (line.split("\t") for line in (run.root / "results.tsv").read_text().splitlines())
+    paid = {"rollouts", "tokens", "cost_usd", "seconds"}
+    return [{k: v for k, v in zip(header, row, strict=True) if k not in paid} for row in rows]
+
+
+def _small_suite(root: Path) -> tuple[Path, Path]:
+    rules = ["rule-a", "rule-b"]
+    tasks = {
+        split: [rule_task(f"{split}-{i}", [rules[i % 2]], noise=0.2) for i in range(n)]
+        for split, n in (("train", 4), ("val", 6), ("test", 4))
+    }
+    suite = write_suite(root / "suite", tasks["train"], tasks["val"], tasks["test"])
+    return suite, write_skill(root / "skill", "- Be brief.")
+
+
+def test_a_second_run_of_several_agents_takes_every_agents_rollouts_from_the_cache(tmp_path: Path) -> None:
+    """Issue 22: two agents, the same run twice with one cache: the second runs no rollout, each of
+    its records is its own agent's (relabelled, never the other agent's), and it ends the same."""
+    suite, skill = _small_suite(tmp_path)
+    first = _two_agents_train(tmp_path / "a", suite, skill, tmp_path / "cache", TWO_AGENTS)
+    second = _two_agents_train(tmp_path / "b", suite, skill, tmp_path / "cache", TWO_AGENTS)
+    assert spent(first).rollouts > 0 and spent(second).rollouts == 0  # nothing ran again
+    ours = {p.relative_to(second.root): RolloutRecord.read(p) for p in second.root.rglob("record.json")}
+    theirs = {p.relative_to(first.root): RolloutRecord.read(p) for p in first.root.rglob("record.json")}
+    assert set(ours) == set(theirs)
+    assert {r.target for r in ours.values()} == {"follows", "deaf"}
+    for path, record in ours.items():
+        assert record.cached_from and record.target == path.parts[-3].split("@")[1]
+        assert record.model_copy(update={"cached_from": None}) == theirs[path]  # its own agent's draw
+    assert _decisions(second) == _decisions(first)
+    gate = second.unit_dir("step", 1) / "gate.json"
+    assert (
+        gate.is_file()
+        and Verdict.read(gate).agents == Verdict.read(first.unit_dir("step", 1) / "gate.json").agents
+    )
+    tables = [Transfer.read(run.final / "transfer.json") for run in (first, second)]
+    assert [[(c.label, c.scores, c.pairs) for c in t.agents] for t in tables[:1]] == [
+        [(c.label, c.scores, c.pairs) for c in t.agents] for t in tables[1:]
+    ]
+    assert [c.n_cached for c in tables[1].agents] == [c.n_rollouts for c in tables[1].agents]
+
+
+def test_the_same_agent_under_two_labels_is_refused(tmp_path: Path) -> None:
+    """Two labels of one backend with the same options share cache keys: with the cache one label's
+    draws would be the other's copies, counted twice by the pooled gate. Refused, nothing written."""
+    suite, skill = _small_suite(tmp_path)
+    same = [AgentSpec(label="a", agent="mock"), AgentSpec(label="b", agent="mock", options={"sleep_s": 0})]
+    with pytest.raises(UsageError, match="--agent a and --agent b are the same agent"):
+        _two_agents_train(tmp_path / "runs", suite, skill, tmp_path / "cache", same)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()
+    from typer.testing import CliRunner
+
+    from skilltune.cli import app
+
+    args = ["train", str(suite), "--skill", str(skill), "--proposer", "mock", "--tag", "x"]
+    result = CliRunner().invoke(
+        app, [*args, "--runs-dir", str(tmp_path / "runs"), "--agent", "a=mock", "--agent", "b=mock"]
+    )
+    assert (
+        result.exit_code == 2 and "are the same agent" in result.output and "Traceback" not in result.output
+    )
+    assert not (tmp_path / "runs").exists()

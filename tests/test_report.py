@@ -406,6 +406,7 @@ def test_report_shows_the_transfer_table_of_a_compare_inside_the_run(demo: Path,
     verdicts = re.findall(r'class="badge (\w+)"', section)
     assert verdicts == [c.pairs[0].verdict for c in table.agents] == ["b_better", "no_difference"]
     assert "transfer-1" not in render_report(demo)  # no table without a transfer.json
+    assert "<h3>Per agent</h3>" not in render_report(demo)  # one agent: no per-agent evidence
     other = table.model_copy(update={"arms": {"x": "0" * 64, "noskill": "noskill"}})
     (tmp_path / "demo-other").mkdir()
     other.write(tmp_path / "demo-other" / "transfer.json")  # of other skills: not this run's

@@ -69,11 +69,18 @@ def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> Held
 
 
 def transfers(run: RunDir, skills: set[str]) -> list[TransferView]:
-    """The transfer tables of this run's skills: ``RUNDIR-*/transfer.json`` beside the run
+    """The transfer tables of this run's skills: first the run's own held-out test when it ran
+    several agents (``final/transfer.json``), then ``RUNDIR-*/transfer.json`` beside the run
     (``skilltune compare S0=RUNDIR/seed best=RUNDIR/best_skill --agent A --agent B --out
     RUNDIR-transfer``) whose arms hold one of ``skills`` (hashes: the seed's, the best's), by
     folder name. Beside the run, not in it: the run's budgets and audit never count those rollouts."""
     views = []
+    own = run.final / "transfer.json"
+    if own.is_file():
+        try:
+            views.append(TransferView(folder=run.final.name, table=Transfer.read(own), own=True))
+        except RunFileError as exc:
+            views.append(TransferView(folder=run.final.name, table=None, problem=str(exc), own=True))
     for path in sorted(run.root.parent.glob(f"{glob.escape(run.root.name)}-*/transfer.json")):
         try:
             table = Transfer.read(path)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import Transfer
+from skilltune.runfiles import AgentEvidence, Transfer
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -115,6 +115,10 @@ class UnitView(BaseModel):
     edits: list[str] = Field(default_factory=list)
     carried: int | None = None  # --carry: the step whose candidate this unit's was built on
     carried_edits: int = 0  # how many of ``edits`` came from it
+    # several agents (issue 22): each agent's val means, difference and regression test in the gate
+    # (step.json's copy of gate.json's), and what a keep meant (gate.json's ``agents_gate``)
+    agents: list[AgentEvidence] = Field(default_factory=list)
+    agents_gate: str | None = None
     # detail (report only)
     proposed: list[EditView] = Field(default_factory=list)
     diff: str = ""
@@ -150,11 +154,13 @@ class PairView(BaseModel):
 
 class TransferView(BaseModel):
     """A transfer table of the run's skills (``skilltune compare`` with several agents, its --out
-    ``RUNDIR-<something>`` beside the run): the folder's name and the table."""
+    ``RUNDIR-<something>`` beside the run; or, ``own``, the held-out test of a run with several
+    agents, ``final/transfer.json`` in the run): the folder's name and the table."""
 
     folder: str
     table: Transfer | None  # None: the file could not be read (``problem`` says why)
     problem: str = ""
+    own: bool = False
 
 
 class HeldOut(BaseModel):
@@ -232,6 +238,8 @@ class RunSummary(BaseModel):
     reason: str = ""
     suite: str = ""
     agent: str = ""
+    agents: list[str] = Field(default_factory=list)  # several agents: their labels (one agent: empty)
+    agents_gate: str = ""  # several agents: --agents-gate
     proposer: str = ""
     gate: str = ""
     mode: str = ""

@@ -97,7 +97,8 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
 
     summary = RunSummary(
         root=str(run.root), tag=config.tag, state=state, reason=reason, suite=config.suite,
-        agent=config.agent, proposer=config.proposer, gate=config.gate, mode=config.mode,
+        agent=config.agent, agents=[a.label for a in config.agents] if config.several else [],
+        agents_gate=config.agents_gate if config.several else "", proposer=config.proposer, gate=config.gate, mode=config.mode,
         component=config.component, metric=metric,
         min_effect=_min_effect(config.gate, config.gate_options),
         started=journal[0].ts if journal else None, updated=journal[-1].ts if journal else None,

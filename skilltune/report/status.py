@@ -40,7 +40,17 @@ def status_screen(s: RunSummary) -> RenderableType:
             "held-out",
             f"best - S0 on {split}: {gain.diff:+.3f} [{fmt(gain.low)}, {fmt(gain.high)}] ({gain.verdict})",
         )
-    elif s.held_out_missing:
+    own = next((t.table for t in s.transfers if t.own and t.table is not None), None)
+    if own is not None:  # several agents: each one's held-out difference (final/transfer.json)
+        facts.add_row(
+            "per agent",
+            "; ".join(
+                f"{c.label} {p.b} - {p.a} {p.diff:+.3f} ({p.verdict})"
+                for c in own.agents
+                for p in c.pairs[:1]
+            ),
+        )
+    if gain is None and s.held_out_missing:
         facts.add_row("held-out", "\n".join(["none. " + s.held_out_missing, *s.held_out_commands]))
     t = s.totals
     spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {duration(t.seconds)} wall"
@@ -69,6 +79,15 @@ def status_screen(s: RunSummary) -> RenderableType:
             fmt(u.val_incumbent),
             u.reason or u.decision,
         )
+        for a in u.agents:  # several agents: each one's evidence in this gate, a line each
+            hurt = a.hurt and u.agents_gate == "no-worse"
+            verdicts.add_row(
+                f"  {a.label}",
+                Text("hurt" if a.hurt else "", style="red" if hurt else "yellow"),
+                fmt(a.val_candidate),
+                fmt(a.val_incumbent),
+                _agent_note(a.mean_diff, a.p_value, veto=hurt),
+            )
     parts: list[RenderableType] = [head, facts]
     if s.units:
         parts.append(verdicts)
@@ -82,3 +101,13 @@ def status_screen(s: RunSummary) -> RenderableType:
     for warning in s.warnings[:4]:
         parts.append(Text(f"warning: {warning}", style="yellow"))
     return Group(*parts)
+
+
+def _agent_note(diff: float | None, p_value: float | None, *, veto: bool) -> str:
+    """One agent's line in the verdicts: its difference, its regression test's p and the veto."""
+    parts = [f"diff {diff:+.3f}" if diff is not None else "diff -"]
+    if p_value is not None:
+        parts.append(f"p(worse) {p_value:.3g}")
+    if veto:
+        parts.append("vetoes a keep (--agents-gate no-worse)")
+    return ", ".join(parts)

@@ -48,11 +48,12 @@ def unit_view(record: UnitRecord, folder: Path) -> UnitView:
         candidate=record.candidate, parent=record.parent, val_candidate=record.val_candidate,
         val_incumbent=record.val_incumbent, alpha=record.alpha, rollouts=record.rollouts,
         tokens=record.tokens, cost_usd=record.cost_usd, edits=record.edits, carried=record.carried,
-        carried_edits=record.carried_edits,
+        carried_edits=record.carried_edits, agents=record.agents,
     )  # fmt: skip
     gate = folder / "gate.json"
     if gate.is_file():
         verdict = Verdict.read(gate)
+        view.agents_gate = verdict.agents_gate
         view.rounds = [_round(r) for r in verdict.rounds]
         view.interval = _interval(view.rounds[-1]) if view.rounds else None
         paired = {pair.incumbent_replicate for r in verdict.rounds for pair in r.pairs}
