@@ -18,6 +18,7 @@ nothing, ran none).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import pytest
 from typer.testing import CliRunner
 
 from skilltune.cli import app
+from skilltune.report import render_report
 from skilltune.rundir import RESULTS_HEADER, RunDir
 from skilltune.runfiles import AgentEvidence, RolloutRecord, Transfer, UnitRecord, Verdict
 from tests.conftest import require_cli
@@ -225,3 +227,28 @@ def test_each_clis_rollouts_lie_in_their_own_folders_and_name_it(runs: Runs) -> 
     mean = _records(RunDir(runs.root / "mean"))
     assert any(r.cached_from for _, r in mean) and any(not r.cached_from for _, r in mean)
     assert {r.phase for _, r in mean if not r.cached_from} == {"test"}
+
+
+def test_the_report_shows_each_clis_evidence_and_the_held_out_test_per_cli(runs: Runs) -> None:
+    """The report of each run: the agents in its header, the step's "Per agent" table with each CLI's
+    val figures and the veto (no-worse) or the hurt flag that did not veto (mean), and the kept
+    run's held-out table per CLI."""
+    for tag, badge in (("no-worse", "hurt: veto"), ("mean", "hurt")):
+        html = render_report(runs.root / tag)
+        assert f"agents <b>{', '.join(LABELS)}</b>" in html
+        start = html.index("<h3>Per agent</h3>")
+        table = html[start : html.index("</table>", start)]
+        rows = re.findall(r"<tr><td>(\w+)</td>(.*?)</tr>", table, re.S)
+        assert [label for label, _ in rows] == LABELS
+        for label, row in rows:
+            before, after = ("1.000", "0.000") if label == HURT else ("0.000", "1.000")
+            assert before in row and after in row, (tag, label, row)
+        badges = re.findall(r'class="badge ([\w-]+)">([^<]*)<', table)
+        assert badges == [("not-hurt", "not hurt"), ("not-hurt", "not hurt"), ("hurt", badge)]
+    held_out = render_report(runs.root / "mean")
+    section = held_out[held_out.index('id="transfer-1"') : held_out.index('id="val"')]
+    assert "The held-out test per agent" in section and "final/transfer.json" in section
+    heads = re.findall(r'<th class="n">(\w+) <span class="muted">\((\w+)\)</span></th>', section)
+    assert heads == list(AGENTS.items())  # each label with its CLI
+    diffs = re.findall(r'<td class="n">([+-]\d\.\d{3})', section)  # one test task each: no verdict
+    assert diffs == ["+1.000", "+1.000", "-1.000"], diffs
