@@ -46,8 +46,9 @@ def require_cli(executable: str) -> str:
 
 @pytest.fixture(scope="session")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished two-step mock run (strict gate: both steps decided) for tests that only read it;
-    a test that changes files works on a copy."""
+    """A finished two-step mock run (strict gate, ``carry="off"``: both steps decided, where the default
+    --carry screen would carry step 1's candidate into step 2 ungated) for tests that only read it; a
+    test that changes files works on a copy."""
     from skilltune.progress import PlainReporter
     from skilltune.training import train
     from tests.helpers import FAST, MOCK_SKILL, MOCK_SUITE
@@ -59,6 +60,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tag="done",
         runs_dir=str(runs),
         max_steps=2,
+        carry="off",
         reporter=PlainReporter(quiet=True),
         **FAST,
     )

@@ -77,13 +77,15 @@ class _StopInGate:
 
 
 def train_stopped_in_gate(runs_dir: Path, tag: str, step: int = 2, after: int = 20, **settings: Any) -> Path:
-    """A demo run stopped in the gate of step ``step`` (STOP removed again, so ``resume`` may continue it)."""
+    """A demo run stopped in the gate of step ``step`` (STOP removed again, so ``resume`` may continue it).
+    ``carry="off"`` unless ``settings`` say otherwise: a gate in every step, where the default --carry
+    screen gates none of the demo's steps 1-3 (their candidates are carried into step 4's)."""
     import skilltune
 
     run = runs_dir / tag
     skilltune.train(
         MOCK_SUITE, MOCK_SKILL, tag=tag, runs_dir=str(runs_dir), reporter=_StopInGate(run, step, after),
-        **{**DEMO, **settings},
+        **{**DEMO, "carry": "off", **settings},
     )  # fmt: skip
     (run / "STOP").unlink()
     return run

@@ -116,14 +116,17 @@ def test_a_val_prompt_in_an_edit_dropped_before_the_merge_is_flagged(run_copy: R
     ["contract-drift", "agent-drift", "contaminated-gate", "rejected-edit", "best-lineage", "unsealed"],
 )
 def test_each_planted_fault_raises_its_own_finding(run_copy: RunDir, check: str) -> None:
-    gate_records = sorted(run_copy.unit_dir("step", 3).glob("rollouts/gate/*/*/record.json"))
+    # Step 5 is the demo's gated reject (under the default --carry screen, steps 1-3 carry their
+    # candidates ungated and step 4 keeps them)
+    gate_records = sorted(run_copy.unit_dir("step", 5).glob("rollouts/gate/*/*/record.json"))
+    assert gate_records
     if check == "contract-drift":
         record = RolloutRecord.read(gate_records[0])
         assert record.score is not None
         record.model_copy(update={"score": record.score.model_copy(update={"contract": "f" * 64})}).write(
             gate_records[0]
         )
-    elif check == "agent-drift":  # a resume after the agent CLI was upgraded: step 3 ran another version
+    elif check == "agent-drift":  # a resume after the agent CLI was upgraded: step 5 ran another version
         for path in gate_records:
             RolloutRecord.read(path).model_copy(update={"options_hash": "0" * 64}).write(path)
     elif check == "contaminated-gate":
@@ -132,14 +135,14 @@ def test_each_planted_fault_raises_its_own_finding(run_copy: RunDir, check: str)
     elif check == "unsealed":  # an agent process that ran unsealed (no bwrap, or --sandbox none)
         record = RolloutRecord.read(gate_records[0])
         record.model_copy(update={"sandbox": "none"}).write(gate_records[0])
-    elif check == "rejected-edit":  # step 7's proposer proposes step 3's rejected edit again
-        rejected = ReflectionsFile.read(run_copy.unit_dir("step", 3) / "reflections.json").edits[0]
+    elif check == "rejected-edit":  # step 7's proposer proposes step 5's rejected edit again
+        rejected = ReflectionsFile.read(run_copy.unit_dir("step", 5) / "reflections.json").edits[0]
         path = run_copy.unit_dir("step", 7) / "reflections.json"
         later = ReflectionsFile.read(path)
         later.model_copy(update={"edits": [*later.edits, rejected]}).write(path)
     else:  # best_skill/ is not the last kept version
         (run_copy.best_dir / "SKILL.md").write_text(MOCK_SKILL.joinpath("SKILL.md").read_text())
-    assert UnitRecord.read(run_copy.unit_dir("step", 3) / "step.json").decision == "reject"
+    assert UnitRecord.read(run_copy.unit_dir("step", 5) / "step.json").decision == "reject"
     assert _checks(run_copy) == {check}
 
 

@@ -33,7 +33,11 @@ def _count(path: Path, rid: str) -> int:
 
 def test_a_stopped_resumed_and_re_ended_run_appends_its_findings_once(tmp_path: Path) -> None:
     bank = tmp_path / "shared" / "findings.md"
-    settings: dict[str, Any] = dict(runs_dir=str(tmp_path / "runs"), max_steps=3, seed=1, findings=str(bank))
+    # carry="off": the run must exhaust its budget before its end, and the smallest budget train takes
+    # (832) pays for a whole 3-step run under the default --carry screen (step 1 carried, not gated)
+    settings: dict[str, Any] = dict(
+        runs_dir=str(tmp_path / "runs"), max_steps=3, seed=1, findings=str(bank), carry="off"
+    )
     first = train(MOCK_SUITE, MOCK_SKILL, tag="f", budget_rollouts=900, **settings, **_quiet())
     run = RunDir(tmp_path / "runs" / "f")
     assert first.state == "exhausted" and first.steps >= 1  # stopped before its end: nothing appended yet
@@ -101,8 +105,11 @@ def test_a_findings_path_that_is_a_folder_is_refused_before_anything_is_written(
 def test_the_entry_lists_the_reports_warnings(tmp_path: Path) -> None:
     # 3 steps, seed 3: a run whose gates see val tasks whose replicates disagree (with seed 1 they
     # saw none once the gate stopped running the incumbent's next round ahead), so the report lists
-    # flaky val tasks beside the flaky test tasks the bank alone used to list
-    done = train(MOCK_SUITE, MOCK_SKILL, tag="w", runs_dir=str(tmp_path), max_steps=3, seed=3, **_quiet())
+    # flaky val tasks beside the flaky test tasks the bank alone used to list. carry="off": a gate in
+    # each of the 3 steps (under the default --carry screen steps 1-2 carry their candidates ungated)
+    done = train(
+        MOCK_SUITE, MOCK_SKILL, tag="w", runs_dir=str(tmp_path), max_steps=3, seed=3, carry="off", **_quiet()
+    )
     assert done.state == "success", done.reason
     run = RunDir(tmp_path / "w")
     listed = run.findings_md.read_text().split("- **Warnings**:\n", 1)[1]

@@ -73,10 +73,11 @@ def scripted() -> Iterator[str]:
 
 
 def _train(skill: Path, runs: Path, proposer: str) -> RunDir:
-    """Two steps, both kept (the strict gate keeps what the mock agent shows to be better)."""
+    """Two steps, both kept (the strict gate keeps what the mock agent shows to be better; carry="off"
+    so that each step is gated and kept on its own, where the default would carry step 1 into step 2)."""
     result = train(
         MOCK_SUITE, skill, tag="p", runs_dir=str(runs), max_steps=2, seed=1, gate="strict", proposer=proposer,
-        reporter=PlainReporter(quiet=True),
+        carry="off", reporter=PlainReporter(quiet=True),
     )  # fmt: skip
     assert result.state == "success" and result.kept == 2, result.reason
     return RunDir(runs / "p")

@@ -70,3 +70,18 @@ def test_readme_quickstart_starts_with_make_demo_and_make_test() -> None:
     first = _blocks("sh")[0].strip().splitlines()
     assert first[0].startswith("make demo") and first[1].startswith("make test")
     assert quickstart.index("make demo") < quickstart.index("make test")
+
+
+def test_readme_quotes_the_end_of_make_demo_as_it_prints_it() -> None:
+    """The Quickstart's quoted ending and gate share are `make demo`'s own output (the golden copy that
+    tests/test_runfiles.py compares with a fresh run), so a change of default cannot leave them stale."""
+    quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    (quoted,) = [body for kind, body in BLOCK.findall(quickstart) if kind == "text"]
+    lines = [line for line in quoted.splitlines() if line.strip()]
+    assert len(lines) == 2 and lines[0].startswith("success: "), lines
+    golden = (REPO / "tests" / "golden" / "demo_stdout.txt").read_text().splitlines()
+    assert all(line in golden for line in lines), lines
+    (share,) = [line for line in golden if line.startswith("rollouts: ")]
+    numbers = re.match(r"rollouts: (\d+) in training, (\d+) of them in the gate \((\d+%)\)", share)
+    assert numbers is not None, share
+    assert f"{numbers[2]} of {numbers[1]}, {numbers[3]}" in quickstart

@@ -255,7 +255,10 @@ def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path:
     when the demo's val split grew from 16 to 48 tasks and `make demo` dropped `--alpha 0.2` (issue 20):
     the val scores and rollouts changed, the best skill and the held-out gain did not. And again when
     the gate stopped running the incumbent's next round ahead: the units' rollouts and the gate's
-    share changed (748 -> 604 training rollouts), nothing else did."""
+    share changed (748 -> 604 training rollouts), nothing else did. And again when `--carry screen`
+    became the default (issue 20): steps 1 to 3 carry their candidates ungated and step 4 keeps them
+    at once (604 -> 348 training rollouts, 72% -> 55% in the gate); the held-out gain stays above 0
+    (+0.387 [+0.120, +0.653] -> +0.385 [+0.119, +0.651]), the best skill is the one carrying them."""
     proc = subprocess.run(
         [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
          "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],

@@ -31,7 +31,7 @@ def test_status_of_a_finished_run(tmp_path: Path) -> None:
     kept = [r for r in rows if r["verdict"] == "keep"]
     pair = Comparison.read(run / "comparison.json").pairs[0]
     assert screen.startswith("demo  success")
-    assert "8 of 8 steps (9 of 9 units, 2 kept)" in screen
+    assert "8 of 8 steps (9 of 9 units, 1 kept)" in screen  # the default carries steps 1-3 into step 4
     assert f"-> best {float(kept[-1]['val_candidate']):.3f}" in screen
     assert f"best - S0 on test: {pair.diff:+.3f}" in screen
     assert "infra errors  none" in screen and "budget        none set" in screen

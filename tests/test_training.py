@@ -25,7 +25,7 @@ from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RESULTS_HEADER, RunDir
-from skilltune.runfiles import StageDone, Verdict
+from skilltune.runfiles import StageDone, UnitRecord, Verdict
 from skilltune.skill import load_skill
 from skilltune.store import read_json
 from skilltune.training import resume, train
@@ -75,11 +75,18 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
             "<!-- PROTECTED:slow-update -->\n## Conventions (slow update)\n- Epoch 1:"
             in (run.unit_dir("epoch", 1) / "candidate_skill.md").read_text()
         )
-    step1 = run.unit_dir("step", 1)
-    for name in ("reflections.json", "merged_patch.json", "candidate_skill.md", "gate.json", "step.json"):
+    # under the default --carry screen, steps 1-3 beat their parents on the train screen and carry
+    # their candidates ungated (decision defer, no gate.json); step 4 gates them with its own edits
+    step1, step4 = run.unit_dir("step", 1), run.unit_dir("step", 4)
+    for name in ("reflections.json", "merged_patch.json", "candidate_skill.md", "step.json"):
         assert (step1 / name).is_file(), name
+    assert UnitRecord.read(step1 / "step.json").decision == "defer" and not (step1 / "gate.json").exists()
     assert list((step1 / "rollouts" / "train").glob("*/*/record.json"))
-    assert list((step1 / "rollouts" / "gate").glob("*/*/record.json"))
+    assert list((step1 / "rollouts" / "screen").glob("*/*/record.json"))
+    assert not (step1 / "rollouts" / "gate").exists()
+    step4_record = UnitRecord.read(step4 / "step.json")
+    assert step4_record.carried == 3 and step4_record.verdict == "keep" and (step4 / "gate.json").is_file()
+    assert list((step4 / "rollouts" / "gate").glob("*/*/record.json"))
     # accepted versions are commits on skilltune/<name>/<tag>; best is tagged
     log = subprocess.run(
         ["git", "log", "--format=%s", "skilltune/incident-postmortem/demo"],
@@ -98,7 +105,8 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
     # per-stage wall time in the journal, also for a backend that reports no tokens
     stage_events = [e for e in run.read_journal() if isinstance(e, StageDone)]
     stages = {(e.unit, e.stage) for e in stage_events}
-    assert {("step_0001", "rollout"), ("step_0001", "reflect"), ("step_0001", "gate")} <= stages
+    assert {("step_0001", "rollout"), ("step_0001", "reflect"), ("step_0004", "gate")} <= stages
+    assert ("step_0001", "gate") not in stages
     assert all(e.seconds >= 0 for e in stage_events)
     # and the agents' tokens of each stage that ran rollouts (the mock reports some)
     by_stage = {(e.unit, e.stage): e for e in stage_events}
@@ -107,7 +115,7 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
         for p in (run.unit_dir("step", 1) / "rollouts" / "train").rglob("record.json")
     )
     assert by_stage[("step_0001", "rollout")].tokens_in == train_tokens > 0
-    assert (by_stage[("step_0001", "gate")].tokens_in or 0) > 0 and (
+    assert (by_stage[("step_0004", "gate")].tokens_in or 0) > 0 and (
         by_stage[("final", "compare")].tokens_out or 0
     ) > 0
     # proposer prompts hold train evidence only: no val or test task id appears in them
@@ -447,8 +455,10 @@ def test_ctrl_c_twice_stops_at_once_and_kills_the_agents(tmp_path: Path) -> None
 def test_every_way_of_resuming_refuses_a_changed_setting_and_takes_a_raised_budget(tmp_path: Path) -> None:
     """One rule, in resume: `train --resume`, `skilltune resume` and the Python API refuse a setting that
     would make the run another one (nothing written), and take what cannot change its results."""
+    # --carry off: the run must exhaust its budget to be resumable, and the smallest budget train takes
+    # (832) pays for a whole 2-step run under the default --carry screen (212 rollouts: no gate in step 1)
     base = ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--tag", "r", "--runs-dir", str(tmp_path),
-            "--agent-opt", "sleep_s=0", "--max-steps", "2", "-q"]  # fmt: skip
+            "--agent-opt", "sleep_s=0", "--max-steps", "2", "--carry", "off", "-q"]  # fmt: skip
     first = subprocess.run(
         _cli(*base, "--budget-rollouts", "880"), capture_output=True, text=True, check=False
     )

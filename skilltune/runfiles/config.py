@@ -130,7 +130,7 @@ class TrainConfig(BaseModel):
     test_reps: int = Field(default=3, ge=1, description="Replicates per task in the final test.")
     screen: bool = Field(default=True, description="Screen candidates on the train batch before the gate.")
     carry: Literal["off", "screen", "gate"] = Field(
-        default="off",
+        default="screen",
         description="Carry a candidate's edits into the next step: screen (one that beats its parent on the "
         "train screen is not gated yet; the next step builds on it), gate (one the gate did not keep for "
         "lack of evidence, with a positive val gain and no harm) or off (each candidate gated in its step).",
@@ -257,8 +257,9 @@ class RunConfigFile(RunFile, TrainConfig):
 
     suite_hash: str
     contract: str
-    # A config.json without ``carry`` was written before --carry existed or while its default was
-    # ``off``: it reads as the run ran (every config.json written since names it).
+    # A config.json without ``carry`` was written before --carry existed, when every run ran as
+    # ``off``: it reads as the run ran, not as today's default ``screen`` (every config.json written
+    # since names it).
     carry: Literal["off", "screen", "gate"] = "off"
 
     def omitted(self, data: dict[str, Any]) -> list[str]:
