@@ -5,6 +5,7 @@ tests/test_multitrain.py's: three mock agents, one of them harmed by step 1's ed
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -77,19 +78,38 @@ def test_the_held_out_test_per_agent_is_the_runs_transfer_table(runs: Path) -> N
     assert "transfer-1" not in render_report(runs / "no-worse")  # nothing kept: no held-out test
 
 
+def _row(screen: str, start: str) -> str:
+    """The row of ``screen`` whose first cell starts with ``start``, its cells' wrapped lines joined:
+    a terminal narrower than the row wraps a long cell onto lines whose first cell is blank (in a
+    boxed table: the text before the first rule; in a grid: the line's indentation)."""
+    lines = screen.splitlines()
+    i = next(n for n, line in enumerate(lines) if line.strip().startswith(start))
+    if "│" not in lines[i]:  # a grid (the facts): continuation lines are indented
+        rest = [
+            line.strip() for line in itertools.takewhile(lambda s: s[:1] == " " and s.strip(), lines[i + 1 :])
+        ]
+        return " ".join([lines[i].strip(), *rest])
+    row = [lines[i]]
+    for line in lines[i + 1 :]:
+        if "│" not in line or line.split("│", 1)[0].strip():
+            break
+        row.append(line)
+    cells = zip(*(line.split("│") for line in row), strict=False)
+    return " ".join(" ".join(part.strip() for part in cell if part.strip()) for cell in cells)
+
+
 def test_status_has_a_line_per_agent(runs: Path) -> None:
     screens = {}
     for tag in ("no-worse", "mean"):
         result = CliRunner().invoke(app, ["status", str(runs / tag)], env={"COLUMNS": "220"})
         assert result.exit_code == 0, result.output
         screens[tag] = result.output
-    lines = screens["no-worse"].splitlines()
-    agent_lines = {label: next(line for line in lines if line.strip().startswith(label)) for label in LABELS}
+    agent_lines = {label: _row(screens["no-worse"], label) for label in LABELS}
     assert "hurt" in agent_lines["harmed"] and "vetoes a keep" in agent_lines["harmed"]
     assert all("hurt" not in agent_lines[label] for label in ("follows", "crn"))
     assert "vetoes" not in screens["mean"]  # under mean a hurt agent does not veto
     table = Transfer.read(runs / "mean" / "final" / "transfer.json")
-    per_agent = next(line for line in screens["mean"].splitlines() if line.startswith("per agent"))
+    per_agent = _row(screens["mean"], "per agent")
     for column in table.agents:
         assert (
             f"{column.label} best - S0 {column.pairs[0].diff:+.3f} ({column.pairs[0].verdict})" in per_agent
