@@ -26,7 +26,7 @@ from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RESULTS_HEADER, RunDir
-from skilltune.runfiles import StageDone, UnitRecord, Verdict
+from skilltune.runfiles import SlowUpdateFile, StageDone, UnitRecord, Verdict
 from skilltune.skill import load_skill
 from skilltune.store import read_json
 from skilltune.training import resume, train
@@ -102,6 +102,10 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
     failed, carried_part = memory.split("### Failed", 1)[1].split("### Carried on ungated", 1)
     assert "- step 1:" not in failed and "- step 5:" in failed
     assert f"- step 1: {'; '.join(UnitRecord.read(step1 / 'step.json').edits)} ({reason})" in carried_part
+    # nor does the epoch's slow update count the carried edits (kept at step 4) as rejected
+    slow = SlowUpdateFile.read(run.unit_dir("epoch", 1) / "slow_update.json").calls[0].prompt
+    rejected_part = slow.rsplit("<rejected_edits>", 1)[1].split("</rejected_edits>", 1)[0]  # the section
+    assert not [e for e in step4_record.edits if e in rejected_part]
     assert list((step4 / "rollouts" / "gate").glob("*/*/record.json"))
     # accepted versions are commits on skilltune/<name>/<tag>; best is tagged
     log = subprocess.run(
