@@ -425,3 +425,52 @@ def test_report_shows_the_transfer_table_of_a_compare_inside_the_run(demo: Path,
     damaged = summarize(run).transfers[-1]
     assert (damaged.folder, damaged.table) == ("demo-zz", None) and "transfer.json" in damaged.problem
     assert "Not shown: " in render_report(run)
+
+
+def test_carried_steps_read_as_carried_and_the_keep_names_the_step_of_each_edit(demo: Path) -> None:
+    """Under the default --carry screen steps 1-3 are carried on ungated and step 4 keeps their chain:
+    the report shows them ``carried`` (not discards; results.tsv still says discard), and step 4 lists
+    each of its seven edits with the step that proposed it; the findings agree."""
+    rows = results_rows(demo)
+    s = summarize(demo)
+    steps = {u.index: u for u in s.units if u.kind == "step"}
+    assert [steps[i].shown for i in (1, 2, 3, 4, 5)] == ["carried"] * 3 + ["keep", "discard"]
+    assert [r["verdict"] for r in rows[:3]] == ["discard"] * 3  # results.tsv's contract is unchanged
+    keep = steps[4]
+    assert keep.carried == 3 and keep.carried_edits == len(keep.edits) == 7
+    # each edit's step, followed back along the chain: step j proposed the edits it did not carry
+    assert keep.origins == [1, 1, 1, 1, 2, 2, 3]
+    for i in (1, 2, 3):
+        own = steps[i].edits[steps[i].carried_edits if steps[i].carried is not None else 0 :]
+        assert own and all(keep.edit_origins[keep.edits.index(e)][0] == i for e in own)
+    html = render_report(demo)
+    assert '<span class="badge carried">carried</span>' in html
+    assert html.count('<span class="badge carried">carried</span>') == 6  # steps 1-3: table row and section
+    assert ".badge.carried {" in html  # its own colour, not the discard grey
+    section = html.split('id="step-4"', 1)[1].split("</details>", 1)[0]
+    assert "Kept edits, by the step that proposed each" in section
+    first = keep.edits[0].replace("'", "&#39;")
+    assert f'from <a href="#step-1">step 1</a>: <code>{first}</code>' in section
+    assert f'from <a href="#step-3">step 3</a>: <code>{keep.edits[6]}</code>' in section
+    assert "<h3>Edits</h3>" not in section  # listed once, with their steps
+    findings = (demo / "findings.md").read_text()
+    assert f"  - step 4, from step 1: {keep.edits[0]}" in findings
+    assert "- **Carried** 3 step(s) on ungated" in findings
+    assert "- **Rejected** 2 unit(s) (reject 2)" in findings  # a carried step is not a rejection
+
+
+def test_step_origins_follow_the_chain_and_survive_a_missing_record() -> None:
+    from skilltune.report.model import UnitView
+    from skilltune.report.units import step_origins
+
+    def step(index: int, edits: int, carried: int | None = None, carried_edits: int = 0) -> UnitView:
+        return UnitView(
+            name=f"step_{index:04d}", kind="step", index=index, epoch=1, verdict="discard",
+            edits=[f"e{index}.{k}" for k in range(edits)], carried=carried, carried_edits=carried_edits,
+        )  # fmt: skip
+
+    chain = [step(1, 2), step(2, 3, carried=1, carried_edits=2), step(3, 3, carried=2, carried_edits=3)]
+    assert step_origins(chain) == {1: [1, 1], 2: [1, 1, 2], 3: [1, 1, 2]}
+    # step 1's record missing (its folder deleted): step 2's carried edits are known as step 1's only
+    assert step_origins(chain[1:]) == {2: [1, 1, 2], 3: [1, 1, 2]}
+    assert step_origins([step(5, 1), step(6, 2, carried=4, carried_edits=1)])[6] == [4, 6]

@@ -258,7 +258,9 @@ def test_make_demo_prints_what_it_printed_before_the_run_files_changed(tmp_path:
     share changed (748 -> 604 training rollouts), nothing else did. And again when `--carry screen`
     became the default (issue 20): steps 1 to 3 carry their candidates ungated and step 4 keeps them
     at once (604 -> 348 training rollouts, 72% -> 55% in the gate); the held-out gain stays above 0
-    (+0.387 [+0.120, +0.653] -> +0.385 [+0.119, +0.651]), the best skill is the one carrying them."""
+    (+0.387 [+0.120, +0.653] -> +0.385 [+0.119, +0.651]), the best skill is the one carrying them.
+    And again when the table showed those steps as ``carried`` (step.json's decision ``defer``), not
+    results.tsv's ``discard``: only their verdict cells changed."""
     proc = subprocess.run(
         [sys.executable, "-m", "skilltune.cli", "train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL),
          "--agent", "mock", "--proposer", "mock", "--tag", "demo", "--max-steps", "8", "--seed", "1", "--force"],

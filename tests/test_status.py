@@ -38,6 +38,19 @@ def test_status_of_a_finished_run(tmp_path: Path) -> None:
     for row in rows[-5:]:  # the last verdicts
         assert f"{row['phase']}_" in screen and row["verdict"] in screen
     assert "ETA" not in screen  # a finished run has none
+    # steps 1-3 were carried on ungated (results.tsv: discard): the verdicts say carried, in cyan
+    from rich.console import Console
+
+    from skilltune.report.status import status_screen
+
+    early = summarize(run, depth="light")
+    early.units = early.units[:4]
+    console = Console(width=200, record=True, force_terminal=True, color_system="standard")
+    console.print(status_screen(early))
+    text = console.export_text(styles=True)
+    for name in ("step_0001", "step_0002", "step_0003"):
+        line = next(line for line in text.splitlines() if name in line)
+        assert "\x1b[36mcarried\x1b[0m" in line and "discard" not in line, line
 
 
 def test_status_of_a_stopped_run_with_a_budget(tmp_path: Path) -> None:

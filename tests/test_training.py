@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import random
@@ -25,7 +26,7 @@ from skilltune.cli import app
 from skilltune.errors import UsageError
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rundir import RESULTS_HEADER, RunDir
-from skilltune.runfiles import StageDone, UnitRecord, Verdict
+from skilltune.runfiles import SlowUpdateFile, StageDone, UnitRecord, Verdict
 from skilltune.skill import load_skill
 from skilltune.store import read_json
 from skilltune.training import resume, train
@@ -42,9 +43,13 @@ def _quiet() -> dict[str, Any]:
 
 
 def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -> None:
+    from skilltune.progress import PlainReporter
+
+    lines = io.StringIO()
     result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1, **_quiet()
-    )
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(tmp_path), max_steps=8, seed=1,
+        reporter=PlainReporter(lines),
+    )  # fmt: skip
     run = RunDir(tmp_path / "demo")
     assert result.state == "success", result.reason
     assert run.terminal() is not None and run.terminal_path.read_text().startswith("success: ")
@@ -86,6 +91,21 @@ def test_demo_run_improves_and_leaves_a_complete_run_directory(tmp_path: Path) -
     assert not (step1 / "rollouts" / "gate").exists()
     step4_record = UnitRecord.read(step4 / "step.json")
     assert step4_record.carried == 3 and step4_record.verdict == "keep" and (step4 / "gate.json").is_file()
+    # a carried step: results.tsv keeps its contract (discard), its description ending with why, as a
+    # gated discard's does; the progress line and META.md (the proposer's memory) say carried, not failed
+    reason = UnitRecord.read(step1 / "step.json").reason
+    assert reason.startswith("carried on ungated: train ")
+    assert rows[1][5] == "discard" and rows[1][-1].endswith(f" ({reason})")
+    assert f"step 1 (epoch 1): {reason}; 4 edit(s)" in lines.getvalue().splitlines()
+    assert "step 4 (epoch 1): keep, val " in lines.getvalue()
+    memory = run.meta.read_text()
+    failed, carried_part = memory.split("### Failed", 1)[1].split("### Carried on ungated", 1)
+    assert "- step 1:" not in failed and "- step 5:" in failed
+    assert f"- step 1: {'; '.join(UnitRecord.read(step1 / 'step.json').edits)} ({reason})" in carried_part
+    # nor does the epoch's slow update count the carried edits (kept at step 4) as rejected
+    slow = SlowUpdateFile.read(run.unit_dir("epoch", 1) / "slow_update.json").calls[0].prompt
+    rejected_part = slow.rsplit("<rejected_edits>", 1)[1].split("</rejected_edits>", 1)[0]  # the section
+    assert not [e for e in step4_record.edits if e in rejected_part]
     assert list((step4 / "rollouts" / "gate").glob("*/*/record.json"))
     # accepted versions are commits on skilltune/<name>/<tag>; best is tagged
     log = subprocess.run(

@@ -200,8 +200,14 @@ def render_memory(done: list[UnitRecord]) -> str:
         failed = [
             f"- {r.kind} {r.index}: {'; '.join(r.edits) or '(no edit)'} ({outcome(r)})"
             for r in units
-            if r.verdict != "keep"
+            if r.verdict != "keep" and r.decision != "defer"
+        ]
+        # a step carried on ungated did not fail: the next step built on it, a later gate decided its edits
+        carried = [
+            f"- {r.kind} {r.index}: {'; '.join(r.edits)} ({r.reason})" for r in units if r.decision == "defer"
         ]
         lines += [f"## Epoch {epoch}", "", "### Worked", *(worked or ["- nothing"]), "", "### Failed"]
         lines += [*(failed or ["- nothing"]), ""]
+        if carried:
+            lines += ["### Carried on ungated (built on by the next step, gated later)", *carried, ""]
     return "\n".join(lines)

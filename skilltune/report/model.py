@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import AgentEvidence, Transfer
+from skilltune.runfiles import CARRIED, AgentEvidence, Transfer, shown_verdict
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -115,6 +115,9 @@ class UnitView(BaseModel):
     edits: list[str] = Field(default_factory=list)
     carried: int | None = None  # --carry: the step whose candidate this unit's was built on
     carried_edits: int = 0  # how many of ``edits`` came from it
+    # the step that proposed each of ``edits`` (this unit's index for its own, an earlier step's for one
+    # carried along a chain of ungated steps); empty for an epoch update or a unit without a record
+    origins: list[int] = Field(default_factory=list)
     # several agents (issue 22): each agent's val means, difference and regression test in the gate
     # (step.json's copy of gate.json's), and what a keep meant (gate.json's ``agents_gate``)
     agents: list[AgentEvidence] = Field(default_factory=list)
@@ -128,6 +131,22 @@ class UnitView(BaseModel):
     @property
     def finished(self) -> bool:
         return self.verdict in ("keep", "discard")
+
+    @property
+    def shown(self) -> str:
+        """The verdict a reader is shown: ``carried`` for a step carried on ungated (decision
+        ``defer``: neither kept nor discarded, a later gate decides its edits), else ``verdict``."""
+        return shown_verdict(self.verdict, self.decision)
+
+    @property
+    def carried_on(self) -> bool:
+        return self.shown == CARRIED
+
+    @property
+    def edit_origins(self) -> list[tuple[int, str]]:
+        """Each edit with the step that proposed it (``origins``; this unit's own index when unknown)."""
+        origins = self.origins if len(self.origins) == len(self.edits) else [self.index] * len(self.edits)
+        return list(zip(origins, self.edits, strict=True))
 
 
 class ArmView(BaseModel):

@@ -30,7 +30,14 @@ from skilltune.report.model import (
     UnitView,
 )
 from skilltune.report.rollouts import RolloutTally, read_rollouts
-from skilltune.report.units import ProposerUsage, SkillVersions, add_detail, proposer_usage, unit_view
+from skilltune.report.units import (
+    ProposerUsage,
+    SkillVersions,
+    add_detail,
+    proposer_usage,
+    set_origins,
+    unit_view,
+)
 from skilltune.report.warnings import run_warnings
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
@@ -88,6 +95,7 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         if view.verdict == "unfinished":
             view.reason = f"the run ended {state} before this unit's verdict ({view.decision})"
     units = sorted(units + pending, key=lambda u: _position(u, config.epoch_steps))
+    set_origins(units)
     stages = _stages(journal, rollouts, proposer)
     seconds: defaultdict[str, float] = defaultdict(float)
     for stage in stages:

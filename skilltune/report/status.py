@@ -14,6 +14,8 @@ STATE_STYLE = {
     "exhausted": "bold yellow", "interrupted": "bold yellow", "blocked": "bold red", "crash": "bold red",
 }  # fmt: skip
 LAST_VERDICTS = 5
+# a verdict's colour (discard: the terminal's default); carried: a step carried on ungated, not a discard
+VERDICT_STYLE = {"keep": "green", "carried": "cyan", "running": "blue", "unfinished": "yellow"}
 
 
 def status_screen(s: RunSummary) -> RenderableType:
@@ -71,10 +73,10 @@ def status_screen(s: RunSummary) -> RenderableType:
     for col in ("unit", "verdict", "val cand.", "val inc.", "reason"):
         verdicts.add_column(col, no_wrap=col != "reason")
     for u in s.units[-LAST_VERDICTS:]:
-        style = {"keep": "green", "running": "blue", "unfinished": "yellow"}.get(u.verdict, "")
+        style = VERDICT_STYLE.get(u.shown, "")
         verdicts.add_row(
             u.name,
-            Text(u.verdict, style=style),
+            Text(u.shown, style=style),
             fmt(u.val_candidate),
             fmt(u.val_incumbent),
             u.reason or u.decision,

@@ -4,8 +4,10 @@ diff, the proposer's edits with their rationale and the trajectories they cite."
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
 from skilltune.report.rollouts import RolloutTally
@@ -59,6 +61,49 @@ def unit_view(record: UnitRecord, folder: Path) -> UnitView:
         paired = {pair.incumbent_replicate for r in verdict.rounds for pair in r.pairs}
         view.incumbent_replicates = sorted(paired)  # none in gate.json of schema 5 or older
     return view
+
+
+class Chained(Protocol):
+    """A unit as ``step_origins`` reads it (a step.json record, or the report's view of one)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def edits(self) -> list[str]: ...
+    @property
+    def carried(self) -> int | None: ...
+    @property
+    def carried_edits(self) -> int: ...
+
+
+def step_origins(units: Iterable[Chained]) -> dict[int, list[int]]:
+    """Each step's origins: the step that proposed each of its edits, by step index. A step built on
+    a carried candidate (``carried`` j, its first ``carried_edits`` edits j's) takes those edits'
+    origins from step j, so the keep that ends a chain of ungated steps names, for each edit it
+    kept, the step that proposed it. ``units`` in run order (a carried step precedes its heir)."""
+    found: dict[int, list[int]] = {}
+    for unit in units:
+        if unit.kind != "step":
+            continue
+        inherited = min(unit.carried_edits, len(unit.edits)) if unit.carried is not None else 0
+        source = found.get(unit.carried) if unit.carried is not None else None
+        if source is not None and len(source) >= inherited:
+            head = source[:inherited]
+        else:  # the carried step's record is missing: its index is all that is known
+            head = [unit.carried or unit.index] * inherited
+        found[unit.index] = head + [unit.index] * (len(unit.edits) - inherited)
+    return found
+
+
+def set_origins(units: list[UnitView]) -> None:
+    """Fill each finished step's ``origins`` (``step_origins``); ``units`` in run order."""
+    finished = [u for u in units if u.finished]
+    origins = step_origins(finished)
+    for view in finished:
+        if view.kind == "step":
+            view.origins = origins[view.index]
 
 
 def _round(rnd: Round) -> GateRound:

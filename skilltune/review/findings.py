@@ -19,11 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skilltune.report import summarize
+from skilltune.report.units import step_origins
 from skilltune.report.warnings import ending_warnings
 from skilltune.review.lineage import History, unit_name
 from skilltune.rollout.tally import accuracy
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
+    CARRIED,
     Comparison,
     FindingsRecord,
     FindingsTarget,
@@ -196,7 +198,14 @@ def _kinds(history: History, unit: UnitRecord) -> Counter[str]:
 def _edits(history: History) -> list[str]:
     gated = [u for u in history.units if u.decision not in ("empty", "skip")]
     kept = [u for u in gated if u.verdict == "keep"]
-    rejected = [u for u in gated if u.verdict != "keep"]
+    carried = [u for u in gated if u.shown == CARRIED]  # carried on ungated: a later gate decided them
+    rejected = [u for u in gated if u.verdict != "keep" and u.shown != CARRIED]
+    origins = step_origins(history.units)
+
+    def kept_line(unit: UnitRecord, i: int, edit: str) -> str:
+        origin = origins.get(unit.index, []) if unit.kind == "step" else []
+        source = f", from step {origin[i]}" if i < len(origin) and origin[i] != unit.index else ""
+        return f"  - {unit.kind} {unit.index}{source}: {one_line(edit, 120)}"
 
     def kinds(units: list[UnitRecord]) -> str:
         total: Counter[str] = Counter()
@@ -208,7 +217,15 @@ def _edits(history: History) -> list[str]:
     shown = rejected[:_LISTED]
     out = [
         f"- **Kept** {len(kept)} unit(s), edits: {kinds(kept)}",
-        *[f"  - {u.kind} {u.index}: {one_line(edit, 120)}" for u in kept for edit in u.edits],
+        *[kept_line(u, i, edit) for u in kept for i, edit in enumerate(u.edits)],
+        *(
+            [
+                f"- **Carried** {len(carried)} step(s) on ungated, each built on by the next and gated "
+                f"later: {', '.join(str(u.index) for u in carried)}"
+            ]
+            if carried
+            else []
+        ),
         f"- **Rejected** {len(rejected)} unit(s) ({', '.join(f'{d} {n}' for d, n in sorted(decisions.items())) or 'none'}): "
         f"edits: {kinds(rejected)}",
         *[

@@ -110,6 +110,7 @@ from skilltune.runfiles.rollouts import (
     TransferAgent,
 )
 from skilltune.runfiles.units import (
+    CARRIED,
     UNIT_FILES,
     AgentEvidence,
     Decision,
@@ -127,9 +128,11 @@ from skilltune.runfiles.units import (
     StrictStatistic,
     UnitRecord,
     Verdict,
+    shown_verdict,
 )
 
 __all__ = [
+    "CARRIED",
     "CHECKS",
     "SCHEMA_VERSION",
     "UNDECIDED",
@@ -192,4 +195,5 @@ __all__ = [
     "Verdict",
     "active_seconds",
     "parse_event",
+    "shown_verdict",
 ]

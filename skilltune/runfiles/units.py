@@ -311,6 +311,15 @@ def _no_crash_verdict(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+CARRIED = "carried"  # the verdict shown (never written) for a step carried on ungated
+
+
+def shown_verdict(verdict: str, decision: str) -> str:
+    """``carried`` for a unit closed ungated for the next step to build on (decision ``defer``):
+    neither kept nor discarded yet, its candidate goes on to a later gate. Else ``verdict``."""
+    return CARRIED if decision == "defer" else verdict
+
+
 class UnitRecord(RunFile):
     """step.json / epoch.json: a finished unit of a training run (results.tsv is rebuilt from these).
 
@@ -343,8 +352,16 @@ class UnitRecord(RunFile):
     carried_edits: int = 0  # how many of ``edits`` (the first ones) were carried from it
     agents: list[AgentEvidence] = Field(default_factory=list)  # several agents: the gate's per-agent evidence
 
+    @property
+    def shown(self) -> str:
+        """The verdict a reader is shown: ``carried`` for a step closed ungated so the next step
+        builds on its candidate (decision ``defer``), else ``verdict``. results.tsv keeps ``verdict``
+        (keep or discard): its contract."""
+        return shown_verdict(self.verdict, self.decision)
+
     def row(self) -> dict[str, Any]:
-        """The unit's results.tsv row."""
+        """The unit's results.tsv row (a carried step's description ends with why it was carried,
+        as a discard's ends with why it was discarded)."""
         description = "; ".join(self.edits[:3]) if self.edits else self.reason
         if self.carried is not None:
             description = f"[{self.carried_edits} edit(s) carried from step {self.carried}] {description}"

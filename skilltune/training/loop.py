@@ -14,7 +14,7 @@ from skilltune.errors import UsageError
 from skilltune.gate import suite_size_notes, val_size_notes
 from skilltune.propose.reflect import render_memory
 from skilltune.rollout.tally import accuracy
-from skilltune.runfiles import UnitRecord
+from skilltune.runfiles import CARRIED, UnitRecord
 from skilltune.store import write_text
 from skilltune.suite import load_suite
 from skilltune.textfmt import fmt
@@ -121,7 +121,7 @@ def _refresh(ctx: RunContext, done: list[UnitRecord]) -> None:
     write_text(ctx.run.meta, render_memory(done))
     ctx.progress.best_val = best_val(done, ctx.progress.seed_val)
     if done:
-        ctx.progress.last_verdict = f"{done[-1].kind} {done[-1].index}: {done[-1].verdict}"
+        ctx.progress.last_verdict = f"{done[-1].kind} {done[-1].index}: {done[-1].shown}"
     ctx.reporter.update(ctx.progress)
 
 
@@ -131,6 +131,8 @@ def _report_unit(ctx: RunContext, last: UnitRecord) -> None:
         if last.val_candidate is not None
         else last.reason
     )
-    ctx.reporter.line(
-        f"{last.kind} {last.index} (epoch {last.epoch}): {last.verdict}, {vals}; {len(last.edits)} edit(s)"
+    # a carried step's reason says so ("carried on ungated: train a > b"): not "carried, carried on ..."
+    said = (
+        last.reason if last.shown == CARRIED and last.reason.startswith(CARRIED) else f"{last.shown}, {vals}"
     )
+    ctx.reporter.line(f"{last.kind} {last.index} (epoch {last.epoch}): {said}; {len(last.edits)} edit(s)")
