@@ -28,6 +28,7 @@ from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agen
 from skilltune.errors import InfraFailure, SkilltuneWarning, UsageError
 from skilltune.execute import Executor, make_executor
 from skilltune.rollout.cache import RolloutCache
+from skilltune.rollout.routes import JobRunner
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
 from skilltune.rollout.workspace import check_placement, check_target, placed_prompts
 from skilltune.runfiles import AgentSpec, Phase, RolloutRecord
@@ -243,10 +244,9 @@ class RolloutSession:
         check_reps(reps)
         return jobs_for(list(tasks), candidate, phase, reps, self.settings.seed, base)
 
-    def stream(
-        self, jobs: Sequence[RolloutJob], runner: RolloutRunner
-    ) -> Generator[RolloutRecord, None, None]:
-        """Records in completion order (the caller closes the iterator to stop early)."""
+    def stream(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]:
+        """Records in completion order (the caller closes the iterator to stop early); ``runner``:
+        one runner, or several agents' ``Batches`` (rollout/routes.py) on this session's executor."""
         return self.executor.map(jobs, runner)
 
     def run(

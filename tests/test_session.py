@@ -13,7 +13,8 @@ from skilltune.execute import EXECUTORS, make_executor
 from skilltune.execute.local import LocalExecutor
 from skilltune.measure.compare import compare
 from skilltune.measure.evaluate import evaluate
-from skilltune.rollout.runner import RolloutJob, RolloutRunner
+from skilltune.rollout.routes import JobRunner
+from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import RolloutRecord
 from skilltune.session import RolloutSession, RolloutSettings, Target
 from skilltune.skill import load_skill
@@ -81,7 +82,7 @@ class CountingExecutor:
         CountingExecutor.made += 1
         self.workers = workers
 
-    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Generator[RolloutRecord, None, None]:
+    def map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]:
         for job in jobs:
             yield runner.run(job)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Protocol
 
-from skilltune.rollout.runner import RolloutJob, RolloutRunner
+from skilltune.rollout.routes import JobRunner
+from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import RolloutRecord
 
 
@@ -16,8 +17,9 @@ class Executor(Protocol):
     order first, so parallelism cannot change a decision. A caller that stops early
     closes the generator (``contextlib.closing``), so an interrupt while the executor
     winds down reaches the caller rather than a garbage collector's finalizer.
+
+    ``runner`` is one RolloutRunner, or ``Batches`` (rollout/routes.py): several runners' jobs in
+    one map (a run's several agents), each job run by the runner ``runner_for`` gives it.
     """
 
-    def map(
-        self, jobs: Sequence[RolloutJob], runner: RolloutRunner
-    ) -> Generator[RolloutRecord, None, None]: ...
+    def map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]: ...

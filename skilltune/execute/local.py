@@ -10,7 +10,8 @@ from collections.abc import Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from skilltune.process import clear_interrupt, interrupt_agents, reap_orphans
-from skilltune.rollout.runner import RolloutJob, RolloutRunner
+from skilltune.rollout.routes import JobRunner
+from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import RolloutRecord
 
 
@@ -21,7 +22,7 @@ class LocalExecutor:
             raise ValueError("workers must be >= 1")
         self.workers = workers
 
-    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Generator[RolloutRecord, None, None]:
+    def map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]:
         """Yield records as they finish; closing the iterator early cancels the jobs not yet started
         (those running finish and are kept). An interrupt (Ctrl-C) or an error kills the running
         agents at once; their rollouts leave no record (a resume runs them again). Orphaned agent
@@ -31,7 +32,7 @@ class LocalExecutor:
         finally:
             reap_orphans()
 
-    def _map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Generator[RolloutRecord, None, None]:
+    def _map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]:
         if self.workers == 1:
             for job in jobs:
                 yield runner.run(job)

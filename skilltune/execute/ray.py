@@ -6,7 +6,8 @@ the worker rebuilds the suite and backend (once per worker process), makes the
 workspace on its own disk, runs the rollout into a scratch folder, and ships the
 record folder's files back; the driver writes them into the run directory, so
 the layout is the same as with local workers. The rollout cache is consulted and
-filled on the driver.
+filled on the driver. Several agents' jobs in one map (``Batches``) send each job with its own
+runner's spec (so each worker process keeps a backend per agent).
 
 Joining a cluster (``--ray-address``): Ray 2.60 turns token authentication on for a
 cluster started by ``ray start`` when a token exists on that machine (``~/.ray/auth_token``,
@@ -34,6 +35,7 @@ from typing import Any
 
 from skilltune.errors import UsageError
 from skilltune.process import GRACE_S
+from skilltune.rollout.routes import JobRunner, runner_for
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, load_record, rollout_dir
 from skilltune.rollout.scoring import rescore_record
 from skilltune.runfiles import Phase, RolloutRecord
@@ -79,6 +81,18 @@ class RunnerSpec:
     options_hash: str  # the driver's (its environment and CLI version decide, not the worker's)
     suite_options: dict[str, Any] = field(default_factory=dict)  # prompt variant, judge overrides
     seal: Seal = UNSEALED  # resolved on the driver: a worker without bwrap refuses (no unsealed fallback)
+
+    @classmethod
+    def of(cls, runner: RolloutRunner) -> RunnerSpec:
+        return cls(
+            suite=str(Path(runner.suite.source).resolve()),
+            agent=runner.backend.name,
+            options=runner.options.model_dump(mode="json"),
+            retry=runner.retry,
+            options_hash=runner.options_hash,
+            suite_options=runner.suite.options.model_dump(mode="json"),
+            seal=runner.seal,
+        )
 
 
 @dataclass(frozen=True)
@@ -189,39 +203,34 @@ class RayExecutor:
         if self._remote is None:
             self._remote = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
 
-    def map(self, jobs: Sequence[RolloutJob], runner: RolloutRunner) -> Generator[RolloutRecord, None, None]:
+    def map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]:
         self._ensure()
         ray = self.ray
-        spec = RunnerSpec(
-            suite=str(Path(runner.suite.source).resolve()),
-            agent=runner.backend.name,
-            options=runner.options.model_dump(mode="json"),
-            retry=runner.retry,
-            options_hash=runner.options_hash,
-            suite_options=runner.suite.options.model_dump(mode="json"),
-            seal=runner.seal,
-        )
+        specs: dict[int, RunnerSpec] = {}  # id(runner) -> its spec (several with Batches: one per agent)
         todo = []
         for job in jobs:
-            folder = rollout_dir(runner.out, job)
-            kept = runner.unscored(job)
+            own = runner_for(runner, job)
+            folder = rollout_dir(own.out, job)
+            kept = own.unscored(job)
             if kept is not None:  # the agent's work is in the run directory: score it here
-                yield rescore_record(runner.suite, job.task, folder, kept)
+                yield rescore_record(own.suite, job.task, folder, kept)
                 continue
-            if runner.cache is not None and not runner.fresh:
+            if own.cache is not None and not own.fresh:
                 folder.parent.mkdir(parents=True, exist_ok=True)
-                if runner.cache.fetch(runner.cache_key(job), folder, job.phase, job.agent):
+                if own.cache.fetch(own.cache_key(job), folder, job.phase, job.agent):
                     cached = load_record(folder)
                     if cached is not None:
                         yield cached
                         continue
+            if id(own) not in specs:
+                specs[id(own)] = RunnerSpec.of(own)
             todo.append(job)
         queue = iter(todo)
         pending: dict[Any, RolloutJob] = {}
         lost: dict[int, int] = {}  # id(job): how many times its worker or node died under it
 
         def submit(job: RolloutJob) -> None:
-            pending[self._remote.remote(spec, JobSpec.of(job))] = job
+            pending[self._remote.remote(specs[id(runner_for(runner, job))], JobSpec.of(job))] = job
 
         closed = False  # the consumer closed the iterator: what runs finishes, as with local workers
         try:
@@ -244,9 +253,9 @@ class RayExecutor:
                             submit(job)  # requeued once, like a stuck agent
                             continue
                         reason = f"Ray lost this rollout twice: {type(exc).__name__}: {exc}"
-                        yield runner.lost(job, reason[:2000], attempts=lost[id(job)])
+                        yield runner_for(runner, job).lost(job, reason[:2000], attempts=lost[id(job)])
                     else:
-                        yield self._land(runner, job, record_json, files)
+                        yield self._land(runner_for(runner, job), job, record_json, files)
                     nxt = next(queue, None)
                     if nxt is not None:
                         submit(nxt)
@@ -266,7 +275,7 @@ class RayExecutor:
                 if refs:  # give each worker's clean-up the time to kill its agent before Ray shuts down
                     ray.wait(refs, num_returns=len(refs), timeout=GRACE_S + 5)
 
-    def _finish(self, runner: RolloutRunner, pending: dict[Any, RolloutJob]) -> None:
+    def _finish(self, runner: JobRunner, pending: dict[Any, RolloutJob]) -> None:
         """Wait for the rollouts already handed out and write their records (a rollout Ray lost is
         left without one: a resume runs it). Each one landed leaves ``pending``; an interrupt meanwhile
         leaves the rest there for the caller to cancel."""
@@ -276,7 +285,8 @@ class RayExecutor:
             except self.ray.exceptions.RayError:
                 pending.pop(ref)
                 continue
-            self._land(runner, pending.pop(ref), record_json, files)
+            job = pending.pop(ref)
+            self._land(runner_for(runner, job), job, record_json, files)
 
     @staticmethod
     def _land(

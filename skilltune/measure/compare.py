@@ -15,7 +15,7 @@ from typing import Any
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.metric import Metric, as_metric
-from skilltune.rollout.runner import NO_SKILL, RetryPolicy
+from skilltune.rollout.runner import NO_SKILL, RetryPolicy, RolloutJob
 from skilltune.rollout.tally import accuracy, as_units
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
@@ -23,7 +23,7 @@ from skilltune.score.trigger import trigger_stats
 from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
-from skilltune.suite import Suite, load_suite
+from skilltune.suite import Suite, Task, load_suite
 
 
 def decisions(
@@ -123,6 +123,27 @@ def build_comparison(
     )
 
 
+def arm_jobs(
+    session: RolloutSession, arms: Mapping[str, Candidate | None], tasks: list[Task], reps: int, phase: Phase
+) -> list[RolloutJob]:
+    """Every arm's jobs on ``tasks`` (arm by arm, each in canonical order): one pool of jobs."""
+    return [job for cand in arms.values() for job in session.jobs(tasks, cand, phase, reps)]
+
+
+def by_arm(
+    arms: Mapping[str, Candidate | None], records: list[RolloutRecord]
+) -> dict[str, tuple[str, list[RolloutRecord]]]:
+    """Arm name -> (skill hash, its records in canonical (task, replicate) order)."""
+    by_cand: dict[str, list[RolloutRecord]] = {}
+    for record in records:
+        by_cand.setdefault(record.candidate, []).append(record)
+    result = {}
+    for name, cand in arms.items():
+        key = cand.hash if cand else NO_SKILL
+        result[name] = (key, sorted(by_cand.get(key, []), key=lambda r: (r.task_id, r.replicate)))
+    return result
+
+
 def run_arms(
     session: RolloutSession,
     arms: Mapping[str, Candidate | None],
@@ -133,16 +154,8 @@ def run_arms(
     out: Path | None = None,
 ) -> dict[str, tuple[str, list[RolloutRecord]]]:
     """Roll out every arm on ``split`` (one pool of jobs; records sorted into canonical order)."""
-    tasks = session.suite.tasks(split)
-    jobs = [job for cand in arms.values() for job in session.jobs(tasks, cand, phase, reps)]
-    by_cand: dict[str, list[RolloutRecord]] = {}
-    for record in session.run(jobs, out, on_record):
-        by_cand.setdefault(record.candidate, []).append(record)
-    result = {}
-    for name, cand in arms.items():
-        key = cand.hash if cand else NO_SKILL
-        result[name] = (key, sorted(by_cand.get(key, []), key=lambda r: (r.task_id, r.replicate)))
-    return result
+    jobs = arm_jobs(session, arms, session.suite.tasks(split), reps, phase)
+    return by_arm(arms, session.run(jobs, out, on_record))
 
 
 def check_arms(arms: Mapping[str, Candidate | None]) -> None:

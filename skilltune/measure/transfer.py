@@ -8,8 +8,9 @@ the held-out score, per agent each pair's paired difference with its 95% CI and 
 agent's rollouts, tokens and USD. All agents share the executor and the rollout cache (whose keys
 hold the agent and its options); each agent gets the skill placed as its own backend places it.
 
-Every agent's options and placement are checked before anything is written. The agents run one
-after another on the shared executor (their rollouts in parallel within each agent).
+Every agent's options and placement are checked before anything is written. The agents' rollouts
+run side by side through one map of the shared executor (``run_agents``: their jobs interleaved,
+each run by its agent's runner), so no worker waits for one agent's slowest rollout.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 
 from skilltune.errors import InfraFailure, UsageError
 from skilltune.execute import Executor, make_executor
-from skilltune.measure.compare import build_comparison, check_arms, run_arms
+from skilltune.measure.compare import arm_jobs, build_comparison, by_arm, check_arms
 from skilltune.metric import Metric, as_metric
-from skilltune.rollout.runner import RetryPolicy
+from skilltune.rollout.routes import Batches
+from skilltune.rollout.runner import NO_SKILL, RetryPolicy
 from skilltune.runfiles import AgentSpec, Comparison, Phase, RolloutRecord, Transfer, TransferAgent
 from skilltune.session import (
     OnRecord,
@@ -94,6 +96,46 @@ def build_transfer(
     )  # fmt: skip
 
 
+def run_agents(
+    sessions: Mapping[str, RolloutSession],
+    arms: Mapping[str, Candidate | None],
+    split: str,
+    reps: int,
+    phase: Phase,
+    out: Path,
+    on_record: OnRecord | None = None,
+) -> dict[str, dict[str, tuple[str, list[RolloutRecord]]]]:
+    """Every agent's arms on ``split`` through one map of the (shared) executor, side by side
+    (``Batches``); per agent what ``run_arms`` gives, its records under ``out/<label>``.
+
+    The executor yields records, not jobs: a record goes to the agent whose runner's options hash
+    it holds (for two labels of the very same agent, interchangeable draws: the first one waiting)."""
+    first = next(iter(sessions.values()))
+    tasks = first.suite.tasks(split)
+    batches = []
+    waiting: dict[tuple[str, str, str, int], list[str]] = {}
+    for label, session in sessions.items():
+        runner = session.runner(out / label)
+        jobs = arm_jobs(session, arms, tasks, reps, phase)
+        for job in jobs:
+            key = (
+                runner.options_hash,
+                job.candidate.hash if job.candidate else NO_SKILL,
+                job.task.id,
+                job.replicate,
+            )
+            waiting.setdefault(key, []).append(label)
+        batches.append((jobs, runner))
+    joined = Batches(batches)
+    finished: dict[str, list[RolloutRecord]] = {label: [] for label in sessions}
+    for count, record in enumerate(first.stream(joined.jobs, joined), start=1):
+        label = waiting[(record.options_hash, record.candidate, record.task_id, record.replicate)].pop(0)
+        finished[label].append(record)
+        if on_record is not None:
+            on_record(record, count, len(joined.jobs))
+    return {label: by_arm(arms, records) for label, records in finished.items()}
+
+
 def compare_agents(
     suite: Suite | Path | str,
     arms: Mapping[str, Candidate | None],
@@ -136,26 +178,18 @@ def compare_agents(
         base.workers, suite.config.max_concurrency, base.executor_kind, base.ray_address
     )
     phase: Phase = "test" if split == "test" else "eval"
-    total = len(tasks) * reps * len(arms) * len(agents)
-    done = 0
-
-    def record(finished: RolloutRecord, count: int, _: int) -> None:
-        if on_record is not None:
-            on_record(finished, done + count, total)
-
+    for session in sessions.values():
+        session.executor = shared
+    by_agent = run_agents(sessions, arms, split, reps, phase, out, on_record)
     comparisons: dict[str, Comparison] = {}
     columns = []
     failed = []
     for spec in agents:
-        session = sessions[spec.label]
-        session.executor = shared
-        folder = out / spec.label
-        recs = run_arms(session, arms, split, reps, phase, record, folder)
-        comparison = build_comparison(suite, split, session.target.name, reps, metric, recs)
-        comparison.write(folder / "comparison.json")
+        recs = by_agent[spec.label]
+        comparison = build_comparison(suite, split, sessions[spec.label].target.name, reps, metric, recs)
+        comparison.write(out / spec.label / "comparison.json")
         comparisons[spec.label] = comparison
         records = [r for _, arm_records in recs.values() for r in arm_records]
-        done += len(records)
         columns.append(agent_column(spec.label, spec, comparison, records))
         if records and all(r.status == "infra_error" for r in records):
             failed.append(f"{spec.label}: {records[-1].reason}")

@@ -5,7 +5,9 @@ unit draws fresh replicates: the shared cache never hands a decision the rollout
 selected its incumbent, and a resumed unit asks for exactly the jobs it asked for before.
 
 With several target agents (training/agents.py) every job is made once per agent, and a batch
-runs each agent's jobs in turn through its own runner on the shared executor.
+runs all the agents' jobs side by side through one map of the shared executor, each job by its
+agent's runner (rollout/routes.py's ``Batches``): no worker waits for one agent's slowest rollout
+while another agent has jobs left.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from skilltune.progress import Reporter, RunProgress
+from skilltune.rollout.routes import Batches
 from skilltune.rollout.runner import RolloutJob, RolloutRunner, rollout_dir
 from skilltune.runfiles import Phase, RolloutRecord, TrainConfig
 from skilltune.skill import Candidate
@@ -91,15 +94,35 @@ class RunRollouts:
     def run(self, out: Path, jobs: list[RolloutJob]) -> Records:
         """Run ``jobs`` into ``out``, reusing finished records (never an infra error or a crash).
 
-        Returns (record, folder) pairs in canonical (candidate, task, replicate) order. A stop
-        request lets the running rollouts finish, then raises StopRequested.
+        Every agent's jobs to run go through one executor map (``Batches``: interleaved, each job run
+        by its agent's runner), so the workers are shared by all the agents at once rather than
+        idling at each agent's tail. Returns (record, folder) pairs in canonical (candidate, agent,
+        task, replicate) order. A stop request lets the running rollouts finish, then raises
+        StopRequested.
         """
-        records: Records = []
+        mine: dict[str | None, Records] = {}  # per agent: its reused records, then those run, as they come
+        batches: list[tuple[list[RolloutJob], RolloutRunner]] = []
+        by_key: dict[tuple[str, str | None, str, int], RolloutJob] = {}
         for label in self.targets:
-            mine = [job for job in jobs if job.agent == label]
-            if mine:
-                records += self._run_agent(out, mine, label)
+            runner = self._runner(out, label)
+            mine[label] = []
+            todo = []
+            for job in (job for job in jobs if job.agent == label):
+                by_key[job.key] = job
+                record = runner.reusable(job)
+                if record is not None:
+                    mine[label].append((record, rollout_dir(out, job)))
+                else:
+                    todo.append(job)
+            if todo:
+                batches.append((todo, runner))
         self.session.check_stop()
+        if batches:
+            self._stream(out, batches, by_key, mine)
+        self.session.check_stop()
+        records = [
+            pair for label in self.targets for pair in mine[label]
+        ]  # the order the totals were summed in
         for record, _ in records:  # what the agents used (a record copied from a shared cache: nothing)
             if not record.cached_from:
                 self.tokens_in += record.tokens_in or 0
@@ -112,27 +135,27 @@ class RunRollouts:
             records, key=lambda rf: (rf[0].candidate, rf[0].target or "", rf[0].task_id, rf[0].replicate)
         )
 
-    def _run_agent(self, out: Path, jobs: list[RolloutJob], label: str | None) -> Records:
-        """One agent's jobs: the finished ones reused, the others run; a stop request lets the
-        running rollouts finish."""
-        runner = self._runner(out, label)
-        by_key = {j.key: j for j in jobs}
-        records: Records = []
-        todo = []
-        for job in jobs:
-            record = runner.reusable(job)
-            if record is not None:
-                records.append((record, rollout_dir(out, job)))
-            else:
-                todo.append(job)
-        self.session.check_stop()
-        with contextlib.closing(self.targets[label].stream(todo, runner)) as batch:
+    def _stream(
+        self,
+        out: Path,
+        batches: list[tuple[list[RolloutJob], RolloutRunner]],
+        by_key: dict[tuple[str, str | None, str, int], RolloutJob],
+        mine: dict[str | None, Records],
+    ) -> None:
+        """Run the agents' batches side by side on the shared executor (one agent: its runner as
+        ever), each record to its agent's list; a stop request lets the running rollouts finish."""
+        if len(batches) == 1:
+            todo, runner = batches[0]
+            stream = self.targets[todo[0].agent].stream(todo, runner)
+        else:  # every session has the first one's executor (share_executor)
+            joined = Batches(batches)
+            stream = next(iter(self.targets.values())).stream(joined.jobs, joined)
+        with contextlib.closing(stream) as batch:
             for record in batch:
                 job = by_key[(record.candidate[:12], record.target, record.task_id, record.replicate)]
-                records.append((record, rollout_dir(out, job)))
+                mine[job.agent].append((record, rollout_dir(out, job)))
                 self.progress.rollouts_done += 1
                 self.progress.session_rollouts += 1
                 self.reporter.update(self.progress)
                 if self.session.stop_requested():
                     break  # the executor finishes the rollouts already running, then stops
-        return records

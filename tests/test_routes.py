@@ -1,0 +1,150 @@
+"""Several agents' batches through one executor map (skilltune/rollout/routes.py): the jobs
+interleaved, each run by its batch's runner; and a training run and a comparison with two agents
+whose rollouts overlap, which one agent after another could not do.
+
+The proof of overlap needs no clock: each ``rendezvous`` agent's rollout writes its own marker file,
+then waits (at most ``WAIT_S``) for the other agent's. With two workers, one agent after another
+leaves the first agent's rollouts waiting for a marker no running rollout writes: they give up and
+say so (``Rendezvous.missed``). Side by side, the agents' first rollouts run at once and meet."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from skilltune.agents import AGENTS, AgentRequest, AgentResult
+from skilltune.agents.mock import MockAgent, MockOptions
+from skilltune.execute.local import LocalExecutor
+from skilltune.measure.transfer import compare_agents
+from skilltune.rollout.routes import Batches, runner_for
+from skilltune.rollout.runner import RolloutJob, RolloutRunner
+from skilltune.runfiles import AgentSpec, RolloutRecord, Transfer
+from skilltune.skill import load_skill
+from skilltune.suite import load_suite
+from skilltune.training import train
+from tests.helpers import GOOD_SKILL, MOCK_SKILL, MOCK_SUITE, quiet
+
+WAIT_S = 60.0  # how long a rollout waits for the other agent's marker (the two meet in milliseconds)
+
+
+class RendezvousOptions(MockOptions):
+    me: str = ""  # the marker this agent's rollouts write
+    other: str = ""  # the marker they wait for
+    markers: str = ""  # the folder of the markers
+
+
+class Rendezvous(MockAgent):
+    """The mock agent, whose every rollout first meets a rollout of the other agent (or gives up)."""
+
+    name: ClassVar[str] = "rendezvous"
+    Options = RendezvousOptions
+    missed: ClassVar[list[str]] = []  # the agents whose rollout waited in vain
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        options = request.options
+        folder = Path(options.markers)
+        (folder / options.me).touch()
+        deadline = time.monotonic() + WAIT_S
+        while not (folder / options.other).exists() and not type(self).missed:
+            if time.monotonic() > deadline:
+                with type(self).lock:
+                    type(self).missed.append(options.me)  # one miss ends every wait: fail fast
+                break
+            time.sleep(0.01)
+        return super().run(request)
+
+
+@pytest.fixture
+def rendezvous(tmp_path: Path) -> Iterator[list[dict[str, Any]]]:
+    """Two rendezvous agents (as ``agents`` entries) meeting in a fresh folder."""
+    Rendezvous.missed = []
+    AGENTS.register(Rendezvous.name, Rendezvous)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    try:
+        yield [
+            {
+                "label": me,
+                "agent": "rendezvous",
+                "options": {"me": me, "other": other, "markers": str(markers)},
+            }
+            for me, other in (("a", "b"), ("b", "a"))
+        ]
+    finally:
+        AGENTS.unregister(Rendezvous.name)
+
+
+def test_a_training_runs_its_agents_rollouts_side_by_side(
+    tmp_path: Path, rendezvous: list[dict[str, Any]]
+) -> None:
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="meet", runs_dir=str(tmp_path / "runs"), agents=rendezvous,
+        reporter=quiet(), proposer="mock", max_steps=1, seed=1, metric="hard", test_reps=1, workers=2,
+    )  # fmt: skip
+    assert Rendezvous.missed == []  # one agent after another: ["a"], the first agent waited alone
+    assert result.state == "success", result.reason
+    records = [RolloutRecord.read(p) for p in Path(result.run_dir).rglob("record.json")]
+    assert {r.target for r in records} == {"a", "b"} and all(r.status != "infra_error" for r in records)
+
+
+def test_compare_runs_its_agents_rollouts_side_by_side(
+    tmp_path: Path, rendezvous: list[dict[str, Any]]
+) -> None:
+    arms = {"seed": load_skill(MOCK_SKILL), "good": load_skill(GOOD_SKILL)}
+    agents = [AgentSpec.model_validate(a) for a in rendezvous]
+    table = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "out", workers=2)
+    assert Rendezvous.missed == []
+    assert table == Transfer.read(tmp_path / "out" / "transfer.json")
+    for column in table.agents:  # every record in its own agent's folder, all of them scored
+        records = [RolloutRecord.read(p) for p in (tmp_path / "out" / column.label).rglob("record.json")]
+        assert len(records) == column.n_rollouts == column.n_scored > 0
+        assert {r.options_hash for r in records} == {records[0].options_hash}
+    assert table.agents[0].n_rollouts == table.agents[1].n_rollouts
+
+
+def _runner(tmp_path: Path, name: str) -> RolloutRunner:
+    from skilltune.agents import get_backend
+
+    backend = get_backend("mock")
+    return RolloutRunner(
+        suite=load_suite(MOCK_SUITE), backend=backend, options=MockOptions(), out=tmp_path / name
+    )
+
+
+def _jobs(count: int, agent: str | None) -> list[RolloutJob]:
+    task = load_suite(MOCK_SUITE).tasks("train")[0]
+    return [RolloutJob(task, "train", None, replicate, 0, agent) for replicate in range(count)]
+
+
+def test_batches_interleave_the_jobs_and_route_each_to_its_runner(tmp_path: Path) -> None:
+    one, two = _runner(tmp_path, "one"), _runner(tmp_path, "two")
+    first, second = _jobs(3, "x"), _jobs(1, "y")
+    batches = Batches([(first, one), (second, two)])
+    assert batches.jobs == [first[0], second[0], first[1], first[2]]
+    assert [runner_for(batches, job).out.name for job in batches.jobs] == ["one", "two", "one", "one"]
+    assert runner_for(one, second[0]) is one  # a plain runner runs every job itself
+    with pytest.raises(ValueError, match="not one of these batches"):
+        batches.runner(_jobs(1, "x")[0])  # an equal job, but not one of these objects
+
+
+def test_equal_jobs_in_two_batches_go_to_their_own_runners_folders(tmp_path: Path) -> None:
+    """A comparison's agents ask for equal jobs (no label): identity routes them, each record lands
+    in its own runner's folder."""
+    one, two = _runner(tmp_path, "one"), _runner(tmp_path, "two")
+    batches = Batches([(_jobs(2, None), one), (_jobs(2, None), two)])
+    records = list(LocalExecutor(2).map(batches.jobs, batches))
+    assert len(records) == 4
+    folders = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("record.json"))
+    assert folders == ["one", "one", "two", "two"]
+
+
+def test_a_job_in_two_batches_is_refused(tmp_path: Path) -> None:
+    jobs = _jobs(1, None)
+    with pytest.raises(ValueError, match="in two batches"):
+        Batches([(jobs, _runner(tmp_path, "one")), (jobs, _runner(tmp_path, "two"))])
