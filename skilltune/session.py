@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import shutil
 import warnings
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,3 +267,24 @@ class RolloutSession:
             if problem is not None:
                 return problem if len(self.targets) == 1 else f"{target.name}: {problem}"
         return None
+
+
+def refuse_the_same_agent_twice(
+    sessions: Mapping[str | None, RolloutSession] | Mapping[str, RolloutSession],
+) -> None:
+    """Raise UsageError when two labels name one agent: the same backend, options and environment
+    (the options hash a rollout's cache key and record hold). Their rollouts would share cache keys,
+    so with ``--cache`` one label's draws would be copies of the other's (as many as the scheduling
+    happened to make): a training run's pooled gate would count each draw twice, a comparison's two
+    columns would share one agent's draws; without it, replicates of one agent would be weighed as
+    two agents. Neither is what several agents mean. ``train`` and ``compare`` both refuse them."""
+    seen: dict[str, str] = {}
+    for label, session in sessions.items():
+        # the options hash is the runner's (backend, options, environment, sandbox); it reads no folder
+        key = session.runner(Path()).options_hash
+        if key in seen:
+            raise UsageError(
+                f"--agent {seen[key]} and --agent {label} are the same agent (the same backend, options and "
+                f"environment): give it once (more draws per task: --reps), or make the two differ"
+            )
+        seen[key] = str(label)

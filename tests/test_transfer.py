@@ -306,3 +306,17 @@ def test_progress_counts_every_agents_rollouts_once(tmp_path: Path) -> None:
     )  # fmt: skip
     total = 2 * 2 * N_TEST
     assert seen == [(k, total) for k in range(1, total + 1)]
+
+
+def test_two_labels_of_the_very_same_agent_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Two labels with one backend, options and environment share rollout cache keys: their columns
+    would hold one agent's draws, shared out between them. compare refuses them as train does."""
+    out = tmp_path / "DIR"
+    args = [f"seed={MOCK_SKILL}", f"good={GOOD_SKILL}", "--reps", "1", "--out", str(out)]
+    agents = ["--agent", "one=mock", "--agent", "two=mock"]
+    result = runner.invoke(app, ["compare", str(MOCK_SUITE), *args, *agents])
+    assert result.exit_code == 2 and not out.exists()
+    assert "--agent one and --agent two are the same agent" in result.output
+    assert "Traceback" not in result.output
+    differ = ["--agent", "one=mock", "--agent", "two=mock:crn=true"]  # options that differ: two agents
+    assert runner.invoke(app, ["compare", str(MOCK_SUITE), *args, *differ, "-q"]).exit_code == 0

@@ -33,6 +33,7 @@ from skilltune.session import (
     RolloutSettings,
     check_reps,
     prepare_out,
+    refuse_the_same_agent_twice,
 )
 from skilltune.skill import Candidate
 from skilltune.store import redact
@@ -109,7 +110,7 @@ def run_agents(
     (``Batches``); per agent what ``run_arms`` gives, its records under ``out/<label>``.
 
     The executor yields records, not jobs: a record goes to the agent whose runner's options hash
-    it holds (for two labels of the very same agent, interchangeable draws: the first one waiting)."""
+    it holds (``compare_agents`` refuses two labels of the very same agent, whose hashes are one)."""
     first = next(iter(sessions.values()))
     tasks = first.suite.tasks(split)
     batches = []
@@ -171,6 +172,7 @@ def compare_agents(
         )
         for spec in agents
     }
+    refuse_the_same_agent_twice(sessions)  # their draws would be one agent's, shared between two columns
     prepare_out(out, force, suite, (TRANSFER_FILE,))
     for spec in agents:
         shutil.rmtree(out / spec.label, ignore_errors=True)  # --force: an older result of this agent

@@ -30,7 +30,7 @@ from skilltune.metric import Metric
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import AgentEvidence, AgentsGate, RolloutRecord, TrainConfig, Verdict
-from skilltune.session import RolloutSession, RolloutSettings
+from skilltune.session import RolloutSession, RolloutSettings, refuse_the_same_agent_twice
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 from skilltune.training.secondary import regression_test
@@ -75,24 +75,6 @@ def open_targets(
             raise UsageError(f"--agent {spec.label}={spec.agent}: {exc}") from None
     refuse_the_same_agent_twice(sessions)
     return sessions
-
-
-def refuse_the_same_agent_twice(sessions: Mapping[str | None, RolloutSession]) -> None:
-    """Raise UsageError when two labels name one agent: the same backend, options and environment
-    (the options hash a rollout's cache key and record hold). Their rollouts would share cache keys,
-    so with ``--cache`` one label's draws would be copies of the other's (as many as the scheduling
-    happened to make) and the pooled gate would count each draw twice; without it, replicates of
-    one agent would be weighed as two agents. Neither is what several agents mean."""
-    seen: dict[str, str] = {}
-    for label, session in sessions.items():
-        # the options hash is the runner's (backend, options, environment, sandbox); it reads no folder
-        key = session.runner(Path()).options_hash
-        if key in seen:
-            raise UsageError(
-                f"--agent {seen[key]} and --agent {label} are the same agent (the same backend, options and "
-                f"environment): give it once (more draws per task: --reps), or make the two differ"
-            )
-        seen[key] = str(label)
 
 
 def share_executor(targets: Targets) -> None:
