@@ -9,7 +9,7 @@ SRC := skilltune tests benchmarks tools
 CLIS := agentclis
 CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
 
-.PHONY: install check test demo bench-verdicts bench-throughput bench-startup bench-report screenshots agent-clis chromium clean
+.PHONY: install check test demo bench-verdicts bench-throughput bench-agents bench-startup bench-report screenshots agent-clis chromium clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench-verdicts: $(STAMP)
 # Harness overhead, parallel efficiency, local vs Ray: benchmarks/results/throughput.json.
 bench-throughput: $(STAMP)
 	$(BIN)/python benchmarks/throughput.py
+
+# Several agents' batch, one agent after another vs side by side: benchmarks/results/agents_overlap.json.
+bench-agents: $(STAMP)
+	$(BIN)/python benchmarks/agents_overlap.py
 
 # Start-up of --version, --help and validate, before (main at a8cb86f) and after, beside the floor:
 # benchmarks/results/startup.json.
