@@ -28,6 +28,9 @@ class Trajectory(BaseModel):
     mode: str = ""  # the task's scoring mode
     feedback: str = ""  # the scorer's feedback on this rollout (score.json's): train evidence too
     checks: list[str] = Field(default_factory=list)  # a rubric's or judge's checks: receipts, not answers
+    # What went wrong, as keys the step groups failures by (propose/groups.py): ``answer:<plain
+    # answer>``, ``missing:<item>``, ``symptom:<class>``, ... (empty for a passing trajectory).
+    failure_keys: list[str] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -95,8 +98,26 @@ class RejectedEdit(BaseModel):
     evidence: str  # the gate's evidence, one line
 
 
+class Focus(BaseModel):
+    """One failure group of a step's batch, the subject of a focused ask: ``key`` as the trajectories'
+    ``failure_keys`` hold it, ``label`` in words ("expected answer 'account'"), the ids of its failed
+    trajectories and what the agent gave instead (short, most frequent first)."""
+
+    key: str
+    label: str
+    trajectories: list[str]
+    gave: list[str] = Field(default_factory=list)
+
+
 class EvidencePacket(BaseModel):
-    """Everything a proposer may use for one step. Built from train rollouts only."""
+    """Everything a proposer may use for one step. Built from train rollouts only.
+
+    A step asks the proposer several times (``--proposals``): a *focused* ask holds one failure
+    group (``focus``) with only that group's failed trajectories and a few passing ones; a *sample*
+    holds the whole batch and asks again at ``temperature``. ``summary`` opens every prompt: the
+    batch's failures by group. ``spent`` lists edits already tried in the run (a re-ask is told them
+    plainly). ``ask`` numbers the step's asks from 1 (0: the step asks once, as before --proposals).
+    """
 
     step: int
     mode: Literal["patch", "rewrite"]
@@ -111,6 +132,11 @@ class EvidencePacket(BaseModel):
     failure_classes: str = ""  # the suite's failure_classes.md: symptom classes -> mechanisms
     component: Component = "body"  # the body (anchored edits) or the front matter's description
     triggers: list[TriggerCase] = Field(default_factory=list)  # the batch's trigger rollouts (train)
+    summary: str = ""  # the batch's failures by group, said before the trajectories
+    focus: Focus | None = None  # a focused ask: the failure group it is about
+    temperature: float | None = None  # a sample's temperature (None: the proposer's own)
+    spent: list[str] = Field(default_factory=list)  # edit texts already tried in this run (a re-ask)
+    ask: int = 0
 
     @property
     def missed(self) -> list[TriggerCase]:

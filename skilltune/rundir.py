@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple, get_args
 from skilltune.errors import UsageError
 from skilltune.runfiles import (
     UNIT_FILES,
+    AskFile,
     AuditFile,
     Comparison,
     FindingsRecord,
@@ -149,6 +150,8 @@ class RunDir:
             model = UNIT_FILES.get(path.name)
             if model is not None:
                 model.read(path)
+        for path in sorted(self.steps.glob("*/asks/*.json")):
+            AskFile.read(path)
         if self.comparison.is_file():
             Comparison.read(self.comparison)
         if self.audit.is_file():

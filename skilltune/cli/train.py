@@ -100,10 +100,7 @@ def _sets(line: str, key: str) -> bool:
 
 
 def print_units(run_dir: Path) -> None:
-    """The run's results.tsv as a table (the figures come from the run directory). A step carried
-    on ungated (results.tsv's ``discard``, step.json's decision ``defer``) shows as ``carried``."""
-    from skilltune.rundir import RunDir
-
+    """The run's results.tsv as a table (the figures come from the run directory)."""
     results = run_dir / "results.tsv"
     if not results.is_file():
         return
@@ -123,16 +120,11 @@ def print_units(run_dir: Path) -> None:
     def num(text: str) -> str:
         return f"{float(text):.3f}" if text else "-"
 
-    run = RunDir(run_dir)
     for row in body:
         get = {name: row[i] for name, i in index.items()}
         agents = [get.get("agents", "").replace("; ", "\n")] if several else []
-        verdict = get["verdict"]
-        if get["phase"] == "step" and verdict == "discard":  # results.tsv says discard; step.json says why
-            record = run.unit_record("step", int(get["step"]))
-            verdict = record.shown if record is not None else verdict
         table.add_row(
-            get["step"], get["phase"], verdict, num(get["val_candidate"]), num(get["val_incumbent"]),
+            get["step"], get["phase"], get["verdict"], num(get["val_candidate"]), num(get["val_incumbent"]),
             get["rollouts"], one_line(get["description"], 44), *agents,
         )  # fmt: skip
     table.caption = "cand / inc: val score of the candidate and the incumbent"

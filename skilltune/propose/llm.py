@@ -159,9 +159,18 @@ class ModelProposer(Proposer):
     max_tokens: int = 4096
     temperature: float | None = None
 
-    def _request(self, role: str, prompt: str) -> ChatRequest:
+    def _request(self, role: str, prompt: str, packet: EvidencePacket | None = None) -> ChatRequest:
+        """The request of one call. A step's sample or re-ask (``packet.temperature``) is asked at that
+        temperature, or the proposer's own when higher, with the packet's seed where the endpoint
+        takes one: the step's asks must be able to differ, and a resumed step asks the same."""
         model = self.options.model_for(role_of(role)) or ""
-        return ChatRequest.of(prompt, model=model, max_tokens=self.max_tokens, temperature=self.temperature)
+        temperature, seed = self.temperature, None
+        if packet is not None and packet.temperature is not None:
+            temperature = max(packet.temperature, self.temperature or 0.0)
+            seed = packet.seed
+        return ChatRequest.of(
+            prompt, model=model, max_tokens=self.max_tokens, temperature=temperature, seed=seed
+        )
 
     def _record(self, role: str, exchanges: list[Exchange], calls: list[ProposerCall]) -> None:
         for i, exchange in enumerate(exchanges):
@@ -189,10 +198,11 @@ class ModelProposer(Proposer):
         repair_rounds: int,
         calls: list[ProposerCall],
         repair: Callable[[str, str, int], str] = edits_repair,
+        packet: EvidencePacket | None = None,
     ) -> Asked[T]:
         try:
             asked = ask_structured(
-                self.model, self._request(role, prompt), schema, read,
+                self.model, self._request(role, prompt, packet), schema, read,
                 repair_rounds=repair_rounds, repair=repair, cancel=self.stop_requested,
             )  # fmt: skip
         except ModelCallError as exc:
@@ -200,10 +210,12 @@ class ModelProposer(Proposer):
         self._record(role, asked.exchanges, calls)
         return asked
 
-    def _call(self, role: str, prompt: str, calls: list[ProposerCall]) -> str:
+    def _call(
+        self, role: str, prompt: str, calls: list[ProposerCall], packet: EvidencePacket | None = None
+    ) -> str:
         """A text answer (rewrite's roles, the slow update)."""
         try:
-            answer = self.model.ask(self._request(role, prompt), cancel=self.stop_requested)
+            answer = self.model.ask(self._request(role, prompt, packet), cancel=self.stop_requested)
         except ModelCallError as exc:
             raise ProposerUnavailable(f"{self.model.what} failed for the {role}: {exc}") from None
         self._record(role, [Exchange(prompt, answer, answer.reply.seconds)], calls)
@@ -215,7 +227,9 @@ class ModelProposer(Proposer):
         if packet.mode == "rewrite":
             return self._rewrite(packet)
         calls: list[ProposerCall] = []
-        asked = self._structured("analyst", reflect_prompt(packet), EditsAnswer, read_edits, 1, calls)
+        asked = self._structured(
+            "analyst", reflect_prompt(packet), EditsAnswer, read_edits, 1, calls, packet=packet
+        )
         if asked.value is None:
             return Proposal(calls=calls, notes={"error": f"invalid answer twice: {asked.problems[-1]}"})
         edits = asked.value
@@ -232,7 +246,7 @@ class ModelProposer(Proposer):
         calls: list[ProposerCall] = []
         asked = self._structured(
             "analyst", reflect_prompt(packet), DescriptionAnswer, read_description, 1, calls,
-            repair=description_repair,
+            repair=description_repair, packet=packet,
         )  # fmt: skip
         if asked.value is None:
             return Proposal(calls=calls, notes={"error": f"invalid answer twice: {asked.problems[-1]}"})
@@ -268,10 +282,10 @@ class ModelProposer(Proposer):
 
     def _rewrite(self, packet: EvidencePacket) -> Proposal:
         calls: list[ProposerCall] = []
-        causes = self._call("failure analyst", rewrite_prompt(packet, "failure analyst"), calls)
-        draft = self._call("author", rewrite_prompt(packet, "author", causes=causes), calls)
+        causes = self._call("failure analyst", rewrite_prompt(packet, "failure analyst"), calls, packet)
+        draft = self._call("author", rewrite_prompt(packet, "author", causes=causes), calls, packet)
         review_prompt = rewrite_prompt(packet, "red-team reviewer", draft=extract_document(draft))
-        final = extract_document(self._call("red-team reviewer", review_prompt, calls))
+        final = extract_document(self._call("red-team reviewer", review_prompt, calls, packet))
         files = dict(packet.skill_files)
         files[packet.skill_main] = final
         return Proposal(files=files, calls=calls)

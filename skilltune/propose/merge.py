@@ -57,6 +57,11 @@ def _norm(text: str | None) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
+def edit_text_key(text: str) -> str:
+    """Two edits whose texts are equal under this key state the same rule (a step's spent edits)."""
+    return _norm(text)
+
+
 def edit_key(edit: Edit) -> tuple[str, str, str, str]:
     """Edits equal under this key are the same edit (text and anchor normalised)."""
     return (edit.op, edit.file, _norm(edit.anchor), _norm(edit.text))

@@ -91,7 +91,7 @@ class MockProposer(Proposer):
     def _from_hints(self, packet: EvidencePacket) -> list[tuple[PoolEntry, Trajectory, bool]]:
         """No pool: each distinct failure hint becomes a rule, the most often seen first."""
         skill = _norm("\n".join(packet.skill_files.values()))
-        rejected = {_norm(r.text) for r in packet.rejected}
+        rejected = {_norm(r.text) for r in packet.rejected} | {_norm(text) for text in packet.spent}
         seen: dict[str, tuple[PoolEntry, Trajectory, int]] = {}
         for trajectory in packet.failures:
             for hint in hints(trajectory):
@@ -102,25 +102,30 @@ class MockProposer(Proposer):
                 entry, first, count = seen.get(key, (PoolEntry(id=HINT, text=rule), trajectory, 0))
                 seen[key] = (entry, first, count + 1)
         ranked = sorted(seen.values(), key=lambda item: -item[2])  # stable: first seen first among equals
-        return [(entry, trajectory, True) for entry, trajectory, _ in ranked]
+        chosen = [(entry, trajectory, True) for entry, trajectory, _ in ranked]
+        return chosen[: packet.max_edits] if packet.ask else chosen
 
     def _choose(self, packet: EvidencePacket) -> list[tuple[PoolEntry, Trajectory, bool]]:
         assert isinstance(self.options, MockProposerOptions)
         pool = self._pool()
         if pool is None:
             return self._from_hints(packet)
-        rng = random.Random(f"{packet.seed}|{packet.step}|mock-proposer")
+        # One of a step's several asks (packet.ask) draws on its own; the step's single ask as before.
+        purpose = f"{packet.seed}|{packet.step}|mock-proposer" + (f"|ask{packet.ask}" if packet.ask else "")
+        rng = random.Random(purpose)
         skill = _norm("\n".join(packet.skill_files.values()))
-        rejected = {_norm(r.text) for r in packet.rejected}
+        rejected = {_norm(r.text) for r in packet.rejected} | {_norm(text) for text in packet.spent}
         available = [e for e in pool if _norm(e.text) not in skill and _norm(e.text) not in rejected]
-        chosen = []
+        chosen: list[tuple[PoolEntry, Trajectory, bool]] = []
         for trajectory in packet.failures:
-            if not available:
+            if not available or (packet.ask and len(chosen) >= packet.max_edits):
                 break
             seen = [s.lower() for s in symptoms(trajectory)]
             matching = [e for e in available if any(a.lower() in s for a in e.answers if a for s in seen)]
             right = bool(matching) and rng.random() < self.options.p_right
             entry = rng.choice(matching if right else available)
+            if packet.ask and any(entry.id == e.id for e, _, _ in chosen):
+                continue  # one ask proposes a rule once
             chosen.append((entry, trajectory, right))
         return chosen
 

@@ -13,6 +13,7 @@ from importlib import resources
 from string import Template
 
 from skilltune.proposal import EvidencePacket, RejectedEdit, Trajectory, TriggerCase
+from skilltune.textfmt import one_line
 
 _OUTPUT_CHARS = 3000
 _DIFF_CHARS = 2000
@@ -21,7 +22,8 @@ TAGS = (
     "skill", "memory", "failure_classes", "rejected_edits", "failed_trajectories",
     "successful_trajectories", "trajectory", "task", "final_output", "scorer_feedback", "checks",
     "diff", "failure_causes", "draft", "comparison", "kept_edits", "previous_answer", "problem",
-    "missed_requests", "false_triggers", "right_decisions", "request",
+    "missed_requests", "false_triggers", "right_decisions", "request", "failure_summary", "focus",
+    "spent_edits",
 )  # fmt: skip
 _CLOSING = re.compile(r"</(" + "|".join(TAGS) + r")>")
 
@@ -90,9 +92,32 @@ def trajectory_ids(packet: EvidencePacket) -> str:
     return ", ".join(f'"{i}"' for i in ids) if ids else "(none)"
 
 
+def render_spent(spent: list[str]) -> str:
+    """The re-ask's list of edits already tried in the run ("" when there are none)."""
+    if not spent:
+        return ""
+    lines = "\n".join(f"- {one_line(text, 240)}" for text in spent)
+    return "\n\n" + tagged(
+        "spent_edits",
+        "These edits were already tried in this run and are spent: do not propose any of them again, "
+        f"nor the same rule in other words.\n{lines}",
+    )
+
+
+def render_focus(packet: EvidencePacket) -> str:
+    """A focused ask's failure group: what went wrong and what the agent gave instead."""
+    assert packet.focus is not None
+    focus = packet.focus
+    gave = f"\nWhat the agent gave instead: {', '.join(focus.gave[:6])}" if focus.gave else ""
+    n = len(focus.trajectories)
+    return tagged("focus", f"{focus.label} ({n} failed task{'s' if n != 1 else ''}){gave}")
+
+
 def _common(packet: EvidencePacket) -> dict[str, str]:
     classes = packet.failure_classes.strip()
     return {
+        "summary": tagged("failure_summary", packet.summary.strip() or "(none)"),
+        "spent": render_spent(packet.spent),
         "skill_main": packet.skill_main,
         "skill": skill_section(packet.skill_files[packet.skill_main], packet.skill_main),
         "memory": tagged("memory", packet.memory.strip() or "(empty)"),
@@ -109,10 +134,23 @@ def _common(packet: EvidencePacket) -> dict[str, str]:
 
 
 def reflect_prompt(packet: EvidencePacket) -> str:
-    """The analyst's prompt: body edits, or the new description when the step tunes it."""
+    """The analyst's prompt: body edits, or the new description when the step tunes it; a focused
+    ask (``packet.focus``) gets the short prompt about its one failure group."""
     if packet.component == "description":
         return describe_prompt(packet)
+    if packet.focus is not None:
+        return focus_prompt(packet)
     return template("reflect").substitute(_common(packet))
+
+
+def focus_prompt(packet: EvidencePacket) -> str:
+    """One failure group, its failed trajectories and a few passing ones: a question a small model can
+    answer with one rule."""
+    common = _common(packet)
+    successes = (
+        wrapped("successful_trajectories", render_trajectories(packet.successes)) if packet.successes else ""
+    )
+    return template("focus").substitute(common, focus=render_focus(packet), successes=successes)
 
 
 def render_requests(cases: list[TriggerCase]) -> str:

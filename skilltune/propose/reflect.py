@@ -18,6 +18,7 @@ from typing import Literal
 from skilltune.errors import SkilltuneError
 from skilltune.judge.verdict import verdict_feedback
 from skilltune.proposal import Component, EvidencePacket, RejectedEdit, Trajectory, TriggerCase
+from skilltune.propose.groups import failure_groups, failure_keys, summary
 from skilltune.rollout.tally import unit_id
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
@@ -97,6 +98,7 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
         mode=mode,
         feedback=scorer_feedback(record, folder, suite, mode),
         checks=list(record.score.checks) if receipts else [],
+        failure_keys=failure_keys(record, task, suite, output),
     )
 
 
@@ -142,12 +144,14 @@ def build_packet(
         raise NoEvidenceError(
             f"step {step}: reflect received no scored train trajectory (all rollouts failed to run)"
         )
+    failed = [t for t in trajectories if t.failed]
     return EvidencePacket(
         step=step,
         mode=mode,
+        summary=summary(failure_groups(failed), len(failed), len(trajectories)),
         skill_files=dict(incumbent.files),
         skill_main=incumbent.main,
-        failures=[t for t in trajectories if t.failed],
+        failures=failed,
         successes=[t for t in trajectories if not t.failed],
         rejected=rejected,
         memory=memory,
@@ -174,8 +178,8 @@ def rejected_buffer(done: list[UnitRecord], limit: int = 12) -> list[RejectedEdi
     """The latest edits not kept, with what decided them (never a val figure), for the next proposer prompt."""
     out = []
     for record in done:
-        if record.kind != "step" or record.verdict == "keep" or record.decision == "defer":
-            continue  # a deferred candidate is not rejected: the next step builds on it
+        if record.kind != "step" or record.verdict != "discard":
+            continue  # a carried candidate is not rejected: the next step builds on it
         evidence = outcome(record)
         texts = record.edit_texts or [""] * len(record.edits)
         out += [
@@ -200,12 +204,10 @@ def render_memory(done: list[UnitRecord]) -> str:
         failed = [
             f"- {r.kind} {r.index}: {'; '.join(r.edits) or '(no edit)'} ({outcome(r)})"
             for r in units
-            if r.verdict != "keep" and r.decision != "defer"
+            if r.verdict == "discard"
         ]
         # a step carried on ungated did not fail: the next step built on it, a later gate decided its edits
-        carried = [
-            f"- {r.kind} {r.index}: {'; '.join(r.edits)} ({r.reason})" for r in units if r.decision == "defer"
-        ]
+        carried = [f"- {r.kind} {r.index}: {'; '.join(r.edits)} ({r.reason})" for r in units if r.carried_on]
         lines += [f"## Epoch {epoch}", "", "### Worked", *(worked or ["- nothing"]), "", "### Failed"]
         lines += [*(failed or ["- nothing"]), ""]
         if carried:

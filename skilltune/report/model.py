@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import CARRIED, AgentEvidence, Transfer, shown_verdict
+from skilltune.runfiles import CARRIED, AgentEvidence, Transfer
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -95,7 +95,7 @@ class UnitView(BaseModel):
     kind: Literal["step", "epoch"]
     index: int
     epoch: int
-    verdict: Literal["keep", "discard", "running", "unfinished"]
+    verdict: Literal["keep", "discard", "carried", "running", "unfinished"]
     decision: str = ""
     reason: str = ""
     candidate: str = ""
@@ -130,17 +130,12 @@ class UnitView(BaseModel):
 
     @property
     def finished(self) -> bool:
-        return self.verdict in ("keep", "discard")
-
-    @property
-    def shown(self) -> str:
-        """The verdict a reader is shown: ``carried`` for a step carried on ungated (decision
-        ``defer``: neither kept nor discarded, a later gate decides its edits), else ``verdict``."""
-        return shown_verdict(self.verdict, self.decision)
+        return self.verdict in ("keep", "discard", CARRIED)
 
     @property
     def carried_on(self) -> bool:
-        return self.shown == CARRIED
+        """Carried on ungated: neither kept nor discarded, a later gate decides its edits."""
+        return self.verdict == CARRIED
 
     @property
     def edit_origins(self) -> list[tuple[int, str]]:

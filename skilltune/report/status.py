@@ -73,10 +73,10 @@ def status_screen(s: RunSummary) -> RenderableType:
     for col in ("unit", "verdict", "val cand.", "val inc.", "reason"):
         verdicts.add_column(col, no_wrap=col != "reason")
     for u in s.units[-LAST_VERDICTS:]:
-        style = VERDICT_STYLE.get(u.shown, "")
+        style = VERDICT_STYLE.get(u.verdict, "")
         verdicts.add_row(
             u.name,
-            Text(u.shown, style=style),
+            Text(u.verdict, style=style),
             fmt(u.val_candidate),
             fmt(u.val_incumbent),
             u.reason or u.decision,

@@ -198,8 +198,8 @@ def _kinds(history: History, unit: UnitRecord) -> Counter[str]:
 def _edits(history: History) -> list[str]:
     gated = [u for u in history.units if u.decision not in ("empty", "skip")]
     kept = [u for u in gated if u.verdict == "keep"]
-    carried = [u for u in gated if u.shown == CARRIED]  # carried on ungated: a later gate decided them
-    rejected = [u for u in gated if u.verdict != "keep" and u.shown != CARRIED]
+    carried = [u for u in gated if u.verdict == CARRIED]  # carried on ungated: a later gate decided them
+    rejected = [u for u in gated if u.verdict == "discard"]
     origins = step_origins(history.units)
 
     def kept_line(unit: UnitRecord, i: int, edit: str) -> str:

@@ -54,6 +54,12 @@ ran the rollout); gate.json's ``agents`` (each agent's val means of both arms an
 regression test) and ``agents_gate``; step.json / epoch.json's ``agents``. Each is left out of the
 file when the run has one agent, so those files are as before, and schema-9 files without them read
 unchanged (one agent).
+10 = several proposals a step (issue 31): config.json's ``proposals`` (a config.json without it reads
+as 1, the one ask of every earlier run); a step's ``asks/ask_NN.json`` (``AskFile``, new), and
+reflections.json's ``proposals`` (each with its screen and fate) and ``selection``. Also in 10: a step
+carried on ungated is verdict ``carried`` with decision ``carry`` in step.json and results.tsv (schema
+9 wrote verdict ``discard`` and decision ``defer``; such a step.json is migrated on read, and
+results.tsv, rebuilt from the records, follows).
 """
 
 from __future__ import annotations
@@ -113,22 +119,29 @@ from skilltune.runfiles.units import (
     CARRIED,
     UNIT_FILES,
     AgentEvidence,
+    AskFile,
     Decision,
     Figures,
     HarmCheck,
+    LeaveOneOut,
     Pair,
     PairedZStatistic,
+    ProposalRecord,
+    ProposalStatus,
     ReflectionsFile,
     ReplicateTStatistic,
     Round,
+    ScreenFigures,
     SecondaryCheck,
+    Selection,
     SignFlipStatistic,
     SlowUpdateFile,
     Statistic,
     StrictStatistic,
+    UnitDecision,
     UnitRecord,
+    UnitVerdict,
     Verdict,
-    shown_verdict,
 )
 
 __all__ = [
@@ -141,6 +154,7 @@ __all__ = [
     "AgentSpec",
     "AgentsGate",
     "ArmResult",
+    "AskFile",
     "AuditFile",
     "AuditFinding",
     "Check",
@@ -159,6 +173,7 @@ __all__ = [
     "JudgeFile",
     "JudgeInputsFile",
     "JudgeVerdict",
+    "LeaveOneOut",
     "Migration",
     "NewerRunFileError",
     "OldRunFileError",
@@ -166,6 +181,8 @@ __all__ = [
     "PairResult",
     "PairedZStatistic",
     "Phase",
+    "ProposalRecord",
+    "ProposalStatus",
     "ReflectionsFile",
     "ReplicateTStatistic",
     "Resumed",
@@ -178,8 +195,10 @@ __all__ = [
     "RunFileError",
     "RunStart",
     "ScoredStatus",
+    "ScreenFigures",
     "SecondaryCheck",
     "SeedFile",
+    "Selection",
     "SessionEnd",
     "SessionStart",
     "SignFlipStatistic",
@@ -190,10 +209,11 @@ __all__ = [
     "TrainConfig",
     "Transfer",
     "TransferAgent",
+    "UnitDecision",
     "UnitEnd",
     "UnitRecord",
+    "UnitVerdict",
     "Verdict",
     "active_seconds",
     "parse_event",
-    "shown_verdict",
 ]

@@ -13,7 +13,7 @@ from skilltune.errors import UsageError
 from skilltune.store import write_json
 from skilltune.validation import field_problems
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 

@@ -129,6 +129,15 @@ class TrainConfig(BaseModel):
     reps: int = Field(default=1, ge=1, description="Replicates per task in train and gate passes.")
     test_reps: int = Field(default=3, ge=1, description="Replicates per task in the final test.")
     screen: bool = Field(default=True, description="Screen candidates on the train batch before the gate.")
+    proposals: int = Field(
+        default=4,
+        ge=1,
+        le=32,
+        description="Asks to the proposer a step: one focused ask per failure group of the train batch, then "
+        "independent samples; each proposal is screened on the train tasks it targets and the ones that "
+        "fix more than they break make the step's candidate (1: one ask, its edits merged, as before; "
+        "one ask with --no-screen or --mode rewrite, which have no screen to choose between proposals).",
+    )
     carry: Literal["off", "screen", "gate"] = Field(
         default="screen",
         description="Carry a candidate's edits into the next step: screen (one that beats its parent on the "
@@ -230,6 +239,12 @@ class TrainConfig(BaseModel):
         return bool(self.agents)
 
     @property
+    def asks(self) -> int:
+        """Asks a step makes: ``proposals``, or one where proposals cannot be told apart on a screen
+        (``--no-screen``; rewrite mode, whose whole documents are not bundled)."""
+        return self.proposals if self.screen and self.mode == "patch" else 1
+
+    @property
     def total_steps(self) -> int:
         return min(self.max_steps, self.epochs * self.epoch_steps) if self.epochs else self.max_steps
 
@@ -261,6 +276,8 @@ class RunConfigFile(RunFile, TrainConfig):
     # ``off``: it reads as the run ran, not as today's default ``screen`` (every config.json written
     # since names it).
     carry: Literal["off", "screen", "gate"] = "off"
+    # Likewise without ``proposals`` (schema 9 and older): every step asked once.
+    proposals: int = 1
 
     def omitted(self, data: dict[str, Any]) -> list[str]:
         """A run with one agent leaves the settings of several out (its config.json as before them)."""

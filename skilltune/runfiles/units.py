@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_serializer, field_validator
 
@@ -22,18 +22,105 @@ def _call_tokens(calls: list[ProposerCall]) -> int:
     return sum((call.tokens_in or 0) + (call.tokens_out or 0) for call in calls)
 
 
+class AskFile(RunFile):
+    """asks/ask_NN.json (a re-ask: ask_NN_r1.json): one of a step's asks (``--proposals``) and the
+    proposer's answer, written as soon as it returns, so a resumed step asks no call twice.
+    ``edits`` are the answer's edits after vet; ``dropped`` those vet took out, with why."""
+
+    index: int
+    kind: Literal["focus", "sample"]
+    label: str
+    focus_key: str | None = None
+    attempt: int = 0  # 0: the ask; 1: asked again, told the edits already spent
+    temperature: float | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    files: dict[str, str] | None = None
+    calls: list[ProposerCall] = Field(default_factory=list)
+    notes: dict[str, Any] = Field(default_factory=dict)
+    dropped: list[DroppedEdit] = Field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return _call_tokens(self.calls)
+
+
+class ScreenFigures(BaseModel):
+    """A candidate on the train screen against the skill it builds on, over the same train tasks and
+    replicates: each arm's mean score (the run's metric), the tasks it ``fixed`` (score up) and
+    ``broke`` (score down), and the summed per-task difference (``gain``)."""
+
+    tasks: list[str]
+    before: float
+    after: float
+    gain: float
+    fixed: list[str] = Field(default_factory=list)
+    broke: list[str] = Field(default_factory=list)
+    rollouts: int = 0  # the screen rollouts it took (run or found on disk)
+
+
+ProposalStatus = Literal[
+    "kept",  # in the step's candidate
+    "screened out",  # fixed no more train tasks than it broke
+    "left out",  # leave-one-out: the bundle did as well without it
+    "over budget",  # a stronger bundle filled the step's edit budget
+    "spent",  # it repeats an edit already tried in the run, or another proposal of the step
+    "no rule",  # the answer held no usable edit
+    "not applied",  # its edits do not apply to the skill, or the candidate fails lint
+]
+
+
+class ProposalRecord(BaseModel):
+    """One proposal of a step with several asks: what was asked, the edits, its screen and its fate."""
+
+    index: int  # the ask's index (from 1)
+    kind: Literal["focus", "sample"]
+    label: str  # what the ask was about
+    attempts: int = 1  # 2 when it was asked again (its first answer was spent)
+    edits: list[Edit] = Field(default_factory=list)
+    candidate: str | None = None  # the candidate it makes on its own (the base plus its edits)
+    screen: ScreenFigures | None = None
+    status: ProposalStatus
+    reason: str = ""
+
+
+class LeaveOneOut(BaseModel):
+    """One step of the backward elimination: the bundle with and without ``edit`` on the same tasks."""
+
+    edit: str  # compact form
+    proposal: int
+    with_edit: float
+    without: float
+    dropped: bool
+
+
+class Selection(BaseModel):
+    """How a step with several proposals built its candidate from their screens (``rule``)."""
+
+    rule: str
+    kept: list[int] = Field(default_factory=list)  # the proposals in the candidate
+    screen: ScreenFigures | None = None  # the candidate on the union of its proposals' screen tasks
+    leave_one_out: list[LeaveOneOut] = Field(default_factory=list)
+
+
 class ReflectionsFile(RunFile):
     """reflections.json: the proposer's answer (edits in patch mode, whole files in rewrite mode);
     ``dropped``: the edits taken out before the merge, with why (schema 7: an edit citing no
-    trajectory of its step's evidence; a file of schema 6 or older dropped none)."""
+    trajectory of its step's evidence; a file of schema 6 or older dropped none).
+
+    A step with several asks (``--proposals`` above 1, schema 10) lists each one's proposal with
+    its screen and fate (``proposals``) and the selection that built the candidate; ``edits`` are
+    then the candidate's own edits and ``calls`` every call of every ask."""
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = {3: _calls_without_cost}
+    OMIT_WHEN_EMPTY = ("proposals", "selection")
 
     edits: list[Edit] = Field(default_factory=list)
     files: dict[str, str] | None = None
     calls: list[ProposerCall] = Field(default_factory=list)
     notes: dict[str, Any] = Field(default_factory=dict)
     dropped: list[DroppedEdit] = Field(default_factory=list)
+    proposals: list[ProposalRecord] = Field(default_factory=list)
+    selection: Selection | None = None
 
     @property
     def tokens(self) -> int:
@@ -311,23 +398,31 @@ def _no_crash_verdict(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-CARRIED = "carried"  # the verdict shown (never written) for a step carried on ungated
+CARRIED: Final = "carried"  # the verdict of a step carried on ungated
+
+UnitVerdict = Literal["keep", "discard", "carried"]
+# What decided a unit: the gate (accept, reject), or what closed it before a gate: lint, the train
+# screen, a repeat of a rejected candidate, nothing to try (empty), an epoch with nothing kept
+# (skip), or the carry policy (carry: no gate yet, the next step builds on it).
+UnitDecision = Literal["accept", "reject", "lint", "screen", "repeat", "empty", "skip", "carry"]
 
 
-def shown_verdict(verdict: str, decision: str) -> str:
-    """``carried`` for a unit closed ungated for the next step to build on (decision ``defer``):
-    neither kept nor discarded yet, its candidate goes on to a later gate. Else ``verdict``."""
-    return CARRIED if decision == "defer" else verdict
+def _carried_verdict(raw: dict[str, Any]) -> dict[str, Any]:
+    # Schema 9 wrote a step carried on ungated as verdict "discard", decision "defer"; it is "carried".
+    if raw.get("decision") == "defer":
+        return raw | {"verdict": CARRIED, "decision": "carry"}
+    return raw
 
 
 class UnitRecord(RunFile):
     """step.json / epoch.json: a finished unit of a training run (results.tsv is rebuilt from these).
 
-    ``verdict`` is keep or discard; ``decision`` is what decided it (the gate's decision, or
-    lint / screen / skip / empty); ``edits`` are compact ``op@anchor: text`` forms.
+    ``verdict`` is keep, discard or carried (a step closed ungated so the next step builds on its
+    candidate: neither kept nor discarded yet, a later gate decides its edits); ``decision`` is what
+    decided it; ``edits`` are compact ``op@anchor: text`` forms.
     """
 
-    MIGRATIONS: ClassVar[dict[int, Migration]] = {1: _no_crash_verdict}
+    MIGRATIONS: ClassVar[dict[int, Migration]] = {1: _no_crash_verdict, 9: _carried_verdict}
     OMIT_WHEN_EMPTY = ("agents",)
 
     kind: Literal["step", "epoch"]
@@ -336,8 +431,8 @@ class UnitRecord(RunFile):
     epoch: int
     candidate: str
     parent: str
-    verdict: Literal["keep", "discard"]
-    decision: str
+    verdict: UnitVerdict
+    decision: UnitDecision
     reason: str
     metric: Metric
     val_candidate: float | None = None
@@ -353,11 +448,9 @@ class UnitRecord(RunFile):
     agents: list[AgentEvidence] = Field(default_factory=list)  # several agents: the gate's per-agent evidence
 
     @property
-    def shown(self) -> str:
-        """The verdict a reader is shown: ``carried`` for a step closed ungated so the next step
-        builds on its candidate (decision ``defer``), else ``verdict``. results.tsv keeps ``verdict``
-        (keep or discard): its contract."""
-        return shown_verdict(self.verdict, self.decision)
+    def carried_on(self) -> bool:
+        """Closed ungated for the next step to build on (``--carry screen``)."""
+        return self.verdict == CARRIED
 
     def row(self) -> dict[str, Any]:
         """The unit's results.tsv row (a carried step's description ends with why it was carried,
@@ -365,7 +458,7 @@ class UnitRecord(RunFile):
         description = "; ".join(self.edits[:3]) if self.edits else self.reason
         if self.carried is not None:
             description = f"[{self.carried_edits} edit(s) carried from step {self.carried}] {description}"
-        if self.verdict != "keep" and self.edits:
+        if self.verdict != "keep" and self.edits:  # why it was discarded, or carried on
             description = f"{description} ({self.reason})"
         return {
             "step": self.step,

@@ -136,7 +136,7 @@ def train(
         raise UsageError(
             f"--budget-rollouts {config.budget_rollouts} cannot pay for the seed's val pass and one full step "
             f"({first} rollouts: val {plan.val}x{plan.reps}, then {plan.explain_step()}); "
-            f"raise it to at least {first} or lower --batch/--reps"
+            f"raise it to at least {first} or lower --batch/--reps/--proposals"
         )
     run = RunDir(Path(config.runs_dir) / config.tag)
     reporter = reporter or PlainReporter()

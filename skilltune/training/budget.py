@@ -39,6 +39,8 @@ class Plan:
     slow_sample: int
     gate_reps: int  # replicates per task per arm a gate may use (the cap, for a sequential gate)
     agents: int = 1  # target agents: every rollout of the plan runs once per agent
+    asks: int = 1  # proposals a step screens (--proposals): each at most on the whole batch
+    edits: int = 0  # most edits a step keeps: with several asks, each may cost a leave-one-out screen
 
     @classmethod
     def of(
@@ -51,6 +53,8 @@ class Plan:
         slow_sample: int,
         gate_reps: int,
         agents: int = 1,
+        asks: int = 1,
+        edits: int = 0,
     ) -> Plan:
         train = len(suite.tasks("train"))
         return cls(
@@ -63,6 +67,8 @@ class Plan:
             slow_sample=min(slow_sample, train),
             gate_reps=gate_reps,
             agents=agents,
+            asks=asks,
+            edits=edits,
         )
 
     @property
@@ -75,9 +81,18 @@ class Plan:
         return 2 * self.val * self.gate_reps * self.agents
 
     @property
+    def screens(self) -> int:
+        """At most: batches of the screen a step runs. One ask: its candidate on the batch. Several: each
+        proposal (on its targets and a few passing tasks: at most the batch), then the candidate and one
+        leave-one-out screen per edit it holds (on the union of its proposals' tasks)."""
+        if not self.screen:
+            return 0
+        return 1 if self.asks == 1 else self.asks + (1 + self.edits if self.edits >= 2 else 0)
+
+    @property
     def step(self) -> int:
-        """The train minibatch, the optional screen on it, and the gate's val pass."""
-        return self.batch * self.reps * (2 if self.screen else 1) * self.agents + self.gate
+        """The train minibatch, the screen, and the gate's val pass."""
+        return self.batch * self.reps * (1 + self.screens) * self.agents + self.gate
 
     @property
     def epoch(self) -> int:
@@ -91,7 +106,7 @@ class Plan:
         return self.baseline + steps * self.step + epochs * self.epoch + self.final
 
     def explain_step(self) -> str:
-        screen = " x2 with --screen" if self.screen else ""
+        screen = f" x{1 + self.screens} with the screen" if self.screen else ""
         each = f", each x{self.agents} agents" if self.agents > 1 else ""
         return f"train {self.batch}x{self.reps}{screen}, gate up to 2x{self.val}x{self.gate_reps}{each}"
 

@@ -64,7 +64,8 @@ class Setup:
         )  # fmt: skip
         plan = Plan.of(
             suite, config.batch, config.reps, config.test_reps, config.screen,
-            config.slow_update_sample, gate.max_replicates, len(rollouts),
+            config.slow_update_sample, gate.max_replicates, len(rollouts), config.asks,
+            max(config.edit_budget.start, config.edit_budget.end),
         )  # fmt: skip
         return cls(config, suite, rollouts, proposer, gate, plan)
 

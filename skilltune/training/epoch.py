@@ -51,8 +51,8 @@ def run_epoch_update(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> Uni
         f"({c.metric}) on {len(sample)} sampled train tasks."
     )
     kept = [edit for r in this_epoch if r.verdict == "keep" for edit in r.edits]
-    # a step carried on ungated (defer) was not rejected: a later gate decided its edits
-    rejected = [edit for r in this_epoch if r.verdict != "keep" and r.decision != "defer" for edit in r.edits]
+    # a step carried on ungated was not rejected: a later gate decided its edits
+    rejected = [edit for r in this_epoch if r.verdict == "discard" for edit in r.edits]
     path = folder / "slow_update.json"
     with ctx.stage(unit.name, "slow_update"):
         if path.is_file():

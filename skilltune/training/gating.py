@@ -1,4 +1,4 @@
-"""Settling a unit's candidate, step or epoch alike: lint it, stage it in git, gate it, close the unit.
+"""Settling a unit's candidate: lint it, stage it in git, gate it, close the unit.
 
 A candidate equal to one a gate already rejected in the run is closed as a ``repeat`` before
 any rollout: it is never screened or gated again.
@@ -12,17 +12,24 @@ unit never decides twice.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from skilltune.metric import Metric
 from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
 from skilltune.rollout.runner import RolloutJob, rollout_dir
 from skilltune.rollout.tally import as_units
-from skilltune.runfiles import AgentsGate, Phase, RolloutRecord, UnitEnd, UnitRecord, Verdict
+from skilltune.runfiles import (
+    AgentsGate,
+    Phase,
+    RolloutRecord,
+    UnitDecision,
+    UnitEnd,
+    UnitRecord,
+    UnitVerdict,
+    Verdict,
+)
 from skilltune.skill import Candidate
 from skilltune.store import write_text
 from skilltune.suite import Task
@@ -51,9 +58,7 @@ class Draft:
     carried_edits: int = 0  # how many of ``edits`` (the first ones) it carried
     note: str = ""  # said before the verdict's reason (a carried candidate gated in place of this step's)
 
-    def record(
-        self, candidate: str, verdict: Literal["keep", "discard"], decision: str, reason: str
-    ) -> UnitRecord:
+    def record(self, candidate: str, verdict: UnitVerdict, decision: UnitDecision, reason: str) -> UnitRecord:
         return UnitRecord(
             kind=self.unit.kind, index=self.unit.index, step=self.step, epoch=self.epoch,
             candidate=candidate, parent=self.parent, verdict=verdict, decision=decision, reason=reason,
@@ -62,10 +67,11 @@ class Draft:
         )  # fmt: skip
 
     def judged(self, candidate: Candidate, verdict: Verdict) -> UnitRecord:
+        accept = verdict.accept
         record = self.record(
             candidate.hash,
-            "keep" if verdict.accept else "discard",
-            verdict.decision,
+            "keep" if accept else "discard",
+            "accept" if accept else "reject",
             self.note + verdict.reason,
         )
         return record.model_copy(
@@ -213,40 +219,45 @@ def settle(
     incumbent: Candidate,
     done: list[UnitRecord],
     own_block: str | None = None,
-    screen: Callable[[], str | None] | None = None,
-    defer: Callable[[], str | None] | None = None,
-    fallback: Callable[[str], tuple[Candidate, Draft]] | None = None,
 ) -> UnitRecord:
-    """Lint -> stage -> [screen] -> [defer] -> gate -> close. ``own_block``: the PROTECTED block this
-    unit may rewrite (the epoch slow update's); ``screen``: a cheaper check first (the reason to
-    discard, or None to go on); ``defer``: the reason to close the unit ungated so the next step
-    builds on its candidate (``--carry screen``), or None; ``fallback``: given the screen's reason,
-    the candidate (and draft) to gate instead of a screened-out one (a carried candidate)."""
-    folder = draft.unit.folder(ctx.run)
-    problem = lint_edit(candidate, incumbent, ctx.config.growth_cap, own_block)
-    if problem is None:
-        refused = ctx.rollouts.refusal(candidate)
-        problem = (
-            None if refused is None else f"lint: the {ctx.rollouts.agent} agent cannot take it: {refused}"
-        )
+    """Lint -> repeat -> stage -> gate -> close (an epoch's slow update; a step routes its candidate
+    through its carry policy first, training/step.py). ``own_block``: the PROTECTED block this unit may
+    rewrite (the epoch slow update's)."""
+    problem = precheck(ctx, candidate, incumbent, done, own_block)
     if problem is not None:
-        return close(ctx, draft.record(candidate.hash, "discard", "lint", problem), None)
-    earlier = rejected_before(ctx, candidate, done)
-    if earlier is not None:  # no screen, no gate: no rollouts and no alpha for a decision already made
-        repeat = f"repeat of rejected candidate {earlier.candidate[:12]} ({earlier.kind} {earlier.index})"
-        return close(ctx, draft.record(candidate.hash, "discard", "repeat", repeat), None)
+        return close(ctx, draft.record(candidate.hash, "discard", *problem), None)
     ctx.repo.stage(candidate)
-    if screen is not None:
-        reason = screen()
-        if reason is not None and fallback is None:
-            return close(ctx, draft.record(candidate.hash, "discard", "screen", reason), None)
-        if reason is not None and fallback is not None:
-            candidate, draft = fallback(reason)
-            ctx.repo.stage(candidate)
-            defer = None
-    reason = defer() if defer is not None else None
-    if reason is not None:  # no gate yet: the next step builds on this candidate
-        return close(ctx, draft.record(candidate.hash, "discard", "defer", reason), None)
+    return gate_unit(ctx, draft, candidate, incumbent, done)
+
+
+def precheck(
+    ctx: RunContext,
+    candidate: Candidate,
+    incumbent: Candidate,
+    done: list[UnitRecord],
+    own_block: str | None = None,
+) -> tuple[UnitDecision, str] | None:
+    """Why ``candidate`` goes no further before any rollout (lint; a repeat of a candidate a gate
+    rejected: no screen, no gate, no alpha for a decision already made), or None."""
+    problem = lint_edit(candidate, incumbent, ctx.config.growth_cap, own_block)
+    if problem is None and (refused := ctx.rollouts.refusal(candidate)) is not None:
+        problem = f"lint: the {ctx.rollouts.agent} agent cannot take it: {refused}"
+    if problem is not None:
+        return "lint", problem
+    earlier = rejected_before(ctx, candidate, done)
+    if earlier is not None:
+        return (
+            "repeat",
+            f"repeat of rejected candidate {earlier.candidate[:12]} ({earlier.kind} {earlier.index})",
+        )
+    return None
+
+
+def gate_unit(
+    ctx: RunContext, draft: Draft, candidate: Candidate, incumbent: Candidate, done: list[UnitRecord]
+) -> UnitRecord:
+    """The gate on val, then close the unit with its verdict."""
+    folder = draft.unit.folder(ctx.run)
     ctx.progress.phase = "gate"
     with ctx.stage(draft.unit.name, "gate") as info:
         carried = (draft.carried, draft.edits[: draft.carried_edits]) if draft.carried is not None else None

@@ -121,7 +121,7 @@ def _refresh(ctx: RunContext, done: list[UnitRecord]) -> None:
     write_text(ctx.run.meta, render_memory(done))
     ctx.progress.best_val = best_val(done, ctx.progress.seed_val)
     if done:
-        ctx.progress.last_verdict = f"{done[-1].kind} {done[-1].index}: {done[-1].shown}"
+        ctx.progress.last_verdict = f"{done[-1].kind} {done[-1].index}: {done[-1].verdict}"
     ctx.reporter.update(ctx.progress)
 
 
@@ -132,7 +132,5 @@ def _report_unit(ctx: RunContext, last: UnitRecord) -> None:
         else last.reason
     )
     # a carried step's reason says so ("carried on ungated: train a > b"): not "carried, carried on ..."
-    said = (
-        last.reason if last.shown == CARRIED and last.reason.startswith(CARRIED) else f"{last.shown}, {vals}"
-    )
+    said = last.reason if last.carried_on and last.reason.startswith(CARRIED) else f"{last.verdict}, {vals}"
     ctx.reporter.line(f"{last.kind} {last.index} (epoch {last.epoch}): {said}; {len(last.edits)} edit(s)")

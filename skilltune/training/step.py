@@ -1,7 +1,12 @@
-"""One training step: train rollouts, reflection, merged edits, then the candidate settled.
+"""One training step: train rollouts, the proposals, the screen, then the carry policy's route.
 
-The incumbent runs on a train minibatch; the proposer reflects on it; its edits are merged
-and applied; the candidate is settled (lint, [screen], gate, close).
+The skill the step builds on (the incumbent, or a carried candidate) runs on a train minibatch.
+With ``--proposals N`` above 1 the proposer is asked N times (training/proposals.py) and each
+proposal is screened alone on train; the candidate is built from those that work
+(training/screen.py). With one ask its edits are merged and applied, and the candidate is screened
+on the whole batch. Lint and a repeat of a rejected candidate close the step before any more
+rollouts; then the carry policy (training/carry.py) routes the candidate: carried on ungated,
+gated, or discarded (a carried candidate gated in its place when the step has nothing).
 
 Each stage writes its output into the step's folder (reflections.json, merged_patch.json,
 candidate/), so a resumed step skips what is done; every random choice is derived from
@@ -13,22 +18,33 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from skilltune.proposal import Edit
+from skilltune.proposal import Edit, EvidencePacket, ProposerCall
 from skilltune.propose import MergeResult, PatchError, apply_patch, merge_edits
 from skilltune.propose.edit import fit_growth, growth_problem
 from skilltune.propose.reflect import build_packet, rejected_buffer, render_memory, trajectory_id
 from skilltune.propose.vet import vet_edits
 from skilltune.rollout.tally import accuracy
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, RolloutRecord, UnitRecord
+from skilltune.runfiles import (
+    CARRIED,
+    ReflectionsFile,
+    RolloutRecord,
+    ScreenFigures,
+    Selection,
+    UnitDecision,
+    UnitRecord,
+)
 from skilltune.skill import Candidate
 from skilltune.store import write_json, write_text
 from skilltune.suite import Task
+from skilltune.training.carry import CarryOn, CarryPolicy, Discard, Route
 from skilltune.training.context import RunContext
-from skilltune.training.gating import Draft, close, settle
+from skilltune.training.gating import Draft, close, gate_unit, precheck
+from skilltune.training.proposals import gather
 from skilltune.training.rollouts import Records, replicate_base
+from skilltune.training.screen import Choice, choose
 from skilltune.training.session import BlockedError
-from skilltune.training.units import Unit, base_of, incumbent
+from skilltune.training.units import Unit, incumbent
 
 
 def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
@@ -38,77 +54,156 @@ def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
     folder.mkdir(parents=True, exist_ok=True)
     epoch = (n - 1) // c.epoch_steps + 1
     ctx.progress.step, ctx.progress.epoch, ctx.progress.phase = n, epoch, "train"
+    policy = CarryPolicy(c.carry)
     parent = incumbent(ctx.run, done, ctx.seed)
-    base, carry = base_of(ctx.run, done, ctx.seed, c.carry)  # base: what this step builds on
+    base, carried = policy.base(ctx.run, done, ctx.seed)  # base: what this step builds on
     train = ctx.suite.tasks("train")
     tasks = [train[i] for i in sorted(ctx.rng(n, "batch").sample(range(len(train)), ctx.plan.batch))]
 
     with ctx.stage(unit.name, "rollout") as info:
         evidence = _train_evidence(ctx, unit, tasks, base)
         info["rollouts"] = len(evidence)
+    shown = {trajectory_id(r) for r, _ in evidence}
+    draft = Draft(
+        unit, step=n, epoch=epoch, parent=parent.hash, metric=c.metric,
+        edits=list(carried.record.edits) if carried else [],
+        edit_texts=list(carried.record.edit_texts) if carried else [],
+        carried=carried.record.index if carried else None,
+        carried_edits=len(carried.record.edits) if carried else 0,
+    )  # fmt: skip
+    if c.asks > 1:
+        own, edits, figures, why_not = _several(ctx, unit, base, evidence, tasks, done, shown)
+    else:
+        own, edits, figures, why_not = _one(ctx, unit, base, evidence, tasks, done, shown)
+    draft = replace(
+        draft, edits=[*draft.edits, *(e.compact() for e in edits)], edit_texts=[*draft.edit_texts, *(e.text for e in edits)]
+    )  # fmt: skip
+    if own is not None:  # lint and repeat before any more rollouts; a carried candidate stays carried
+        problem = precheck(ctx, own, parent, done)
+        if problem is not None:
+            return close(ctx, draft.record(own.hash, "discard", *problem), None)
+        ctx.repo.stage(own)
+        if figures is None:  # one ask: the candidate on the very train batch
+            own, figures, why_not = _screen_whole(ctx, unit, own, tasks, evidence)
+    return conclude(ctx, policy.route(c, draft, own, figures, carried, why_not), parent, done)
+
+
+def conclude(ctx: RunContext, route: Route, parent: Candidate, done: list[UnitRecord]) -> UnitRecord:
+    """Carry on, discard, or gate (a carried candidate gated on its own is linted first)."""
+    if isinstance(route, CarryOn):
+        return close(ctx, route.draft.record(route.candidate.hash, CARRIED, "carry", route.reason), None)
+    if isinstance(route, Discard):
+        return close(ctx, route.draft.record(route.candidate, "discard", route.decision, route.reason), None)
+    folder = route.draft.unit.folder(ctx.run)
+    if (
+        not (folder / "candidate").is_dir()
+        or Candidate.load(folder / "candidate", parent).hash != route.candidate.hash
+    ):
+        problem = precheck(ctx, route.candidate, parent, done)  # the carried candidate, in this step's place
+        if problem is not None:
+            return close(ctx, route.draft.record(route.candidate.hash, "discard", *problem), None)
+        route.candidate.save(folder / "candidate")
+        write_text(folder / "candidate_skill.md", route.candidate.text)
+    ctx.repo.stage(route.candidate)
+    return gate_unit(ctx, route.draft, route.candidate, parent, done)
+
+
+Own = tuple[Candidate | None, list[Edit], ScreenFigures | None, tuple[UnitDecision, str] | None]
+
+
+def _one(
+    ctx: RunContext, unit: Unit, base: Candidate, evidence: Records, tasks: list[Task], done: list[UnitRecord],
+    shown: set[str],
+) -> Own:  # fmt: skip
+    """One ask (``--proposals 1``): its edits merged and applied; screened on the batch afterwards."""
     ctx.progress.phase = "reflect"
     with ctx.stage(unit.name, "reflect") as info:
         proposal = _reflect(ctx, unit, base, evidence, done)
-        info["calls"] = len(proposal.calls)
-        info["tokens_in"] = sum(call.tokens_in or 0 for call in proposal.calls)
-        info["tokens_out"] = sum(call.tokens_out or 0 for call in proposal.calls)
+        _count_calls(info, proposal.calls)
     with ctx.stage(unit.name, "edit"):
-        shown = {trajectory_id(r) for r, _ in evidence}
         candidate, edits, problem = _make_candidate(ctx, unit, base, proposal, shown)
-    carried_edits = carry.edits if carry is not None else []
-    carried_texts = carry.edit_texts if carry is not None else []
-    draft = Draft(
-        unit, step=n, epoch=epoch, parent=parent.hash, metric=c.metric,
-        edits=[*carried_edits, *(e.compact() for e in edits)],
-        edit_texts=[*carried_texts, *(e.text for e in edits)],
-        carried=carry.index if carry is not None else None, carried_edits=len(carried_edits),
-    )  # fmt: skip
-    pending = carry is not None and carry.decision == "defer"  # a carried candidate not gated yet
+    return candidate, edits, None, None if candidate is not None else ("empty", problem or "")
 
-    def carried_alone(why: str) -> tuple[Candidate, Draft]:
-        """The carried candidate in place of this step's own: it is gated now, as it was."""
-        base.save(folder / "candidate")
-        write_text(folder / "candidate_skill.md", base.text)
-        own = f"{len(edits)} own edit(s) {why}; " if edits else ""
-        note = f"{own}the candidate carried from step {carry.index if carry else '?'} gated: "
-        alone = replace(draft, edits=carried_edits, edit_texts=carried_texts, note=note)
-        return base, alone
 
-    if candidate is None and pending:
-        candidate, draft = carried_alone(f"not applied ({problem})" if problem else "")
-        return settle(ctx, draft, candidate, parent, done)
-    if candidate is None:
-        return close(ctx, draft.record(parent.hash, "discard", "empty", problem or ""), None)
-    last = n == c.total_steps or n % c.epoch_steps == 0  # a candidate is gated before an epoch update
-    figures: dict[str, float] = {}  # the screen's train scores: before (the parent), after
-
-    def screen() -> str | None:
-        """Discard a candidate that does worse than the incumbent on the very train batch."""
-        ctx.progress.phase = "screen"
+def _several(
+    ctx: RunContext, unit: Unit, base: Candidate, evidence: Records, tasks: list[Task], done: list[UnitRecord],
+    shown: set[str],
+) -> Own:  # fmt: skip
+    """Several asks, each proposal screened alone, the candidate built from those that work."""
+    path = unit.folder(ctx.run) / "reflections.json"
+    ctx.progress.phase = "reflect"
+    with ctx.stage(unit.name, "reflect") as info:
+        packet = _packet(ctx, unit, base, evidence, done)
+        answered = gather(ctx, unit, packet, done) if not path.is_file() else []
+        _count_calls(info, [call for a in answered for answer in a.answers for call in answer.calls])
+    if path.is_file():  # a resumed step: the selection is made, its candidate is the base plus its edits
+        reflections = ReflectionsFile.read(path)
+        choice = _chosen(reflections, base)
+    else:
         with ctx.stage(unit.name, "screen") as info:
-            jobs = ctx.rollouts.jobs(tasks, candidate, "screen", replicate_base(unit.seq), c.reps)
-            screened = ctx.rollouts.run(folder, jobs)
-            info["rollouts"] = len(screened)
-        before = accuracy([r for r, _ in evidence], c.metric)
-        after = accuracy([r for r, _ in screened], c.metric)
-        if before is not None and after is not None and after < before:
-            return f"screen: train {after:.3f} < {before:.3f}"
-        if before is not None and after is not None:
-            figures.update(before=before, after=after)
-        return None
+            choice = choose(ctx, unit, base, evidence, tasks, answered, done, shown)
+            info["rollouts"] = sum(r.screen.rollouts for r in choice.proposals if r.screen) + (
+                choice.selection.screen.rollouts * (1 + len(choice.selection.leave_one_out))
+                if choice.selection.screen else 0
+            )  # fmt: skip
+        reflections = ReflectionsFile(
+            edits=choice.edits, calls=[call for a in answered for answer in a.answers for call in answer.calls],
+            dropped=[d for a in answered for answer in a.answers for d in answer.dropped]
+            + [d for a in answered for d in a.spent],
+            proposals=choice.proposals, selection=choice.selection,
+        )  # fmt: skip
+        reflections.write(path)
+    folder = unit.folder(ctx.run)
+    if choice.candidate is not None:
+        choice.candidate.save(folder / "candidate")
+        write_text(folder / "candidate_skill.md", choice.candidate.text)
+    return choice.candidate, choice.edits, choice.figures, choice.why_not
 
-    def defer() -> str | None:
-        """``--carry screen``: a candidate that beat its parent on the train screen goes on ungated."""
-        if c.carry != "screen" or last or not figures or figures["after"] <= figures["before"]:
-            return None
-        if c.component_at(n + 1) != c.component_at(n):  # --component both: the next step's gate is
-            return None  # on the other component's tasks, so this candidate is gated on its own now
-        return f"carried on ungated: train {figures['after']:.3f} > {figures['before']:.3f}"
 
-    return settle(
-        ctx, draft, candidate, parent, done, screen=screen if c.screen else None, defer=defer,
-        fallback=(lambda why: carried_alone(f"screened out ({why})")) if pending else None,
-    )  # fmt: skip
+def _chosen(reflections: ReflectionsFile, base: Candidate) -> Choice:
+    """The choice a finished selection recorded (reflections.json), rebuilt on the base."""
+    selection = reflections.selection or Selection(rule="")
+    kept = [p for p in reflections.proposals if p.status == "kept"]
+    if not reflections.edits or not kept:
+        screened = any(p.screen is not None for p in reflections.proposals)
+        why: tuple[UnitDecision, str] = (
+            ("screen", "screen: no proposal fixed more train tasks than it broke")
+            if screened
+            else ("empty", "no proposal to screen")
+        )
+        return Choice(None, [], None, reflections.proposals, selection, why)
+    candidate, edits = apply_patch(base, reflections.edits)
+    figures = selection.screen or kept[0].screen
+    return Choice(candidate, edits, figures, reflections.proposals, selection, None)
+
+
+def _count_calls(info: dict[str, object], calls: list[ProposerCall]) -> None:
+    info["calls"] = len(calls)
+    info["tokens_in"] = sum(call.tokens_in or 0 for call in calls)
+    info["tokens_out"] = sum(call.tokens_out or 0 for call in calls)
+
+
+def _screen_whole(
+    ctx: RunContext, unit: Unit, candidate: Candidate, tasks: list[Task], evidence: Records
+) -> tuple[Candidate | None, ScreenFigures | None, tuple[UnitDecision, str] | None]:
+    """One ask's screen: the candidate on the very train batch, discarded when it does worse there."""
+    if not ctx.config.screen:
+        return candidate, None, None
+    ctx.progress.phase = "screen"
+    with ctx.stage(unit.name, "screen") as info:
+        jobs = ctx.rollouts.jobs(tasks, candidate, "screen", replicate_base(unit.seq), ctx.config.reps)
+        screened = ctx.rollouts.run(unit.folder(ctx.run), jobs)
+        info["rollouts"] = len(screened)
+    before = accuracy([r for r, _ in evidence], ctx.config.metric)
+    after = accuracy([r for r, _ in screened], ctx.config.metric)
+    if before is None or after is None:
+        return candidate, None, None
+    figures = ScreenFigures(
+        tasks=[t.id for t in tasks], before=before, after=after, gain=round(after - before, 6)
+    )
+    if after < before:
+        return None, figures, ("screen", f"screen: train {after:.3f} < {before:.3f}")
+    return candidate, figures, None
 
 
 def _train_evidence(ctx: RunContext, unit: Unit, tasks: list[Task], parent: Candidate) -> Records:
@@ -134,13 +229,10 @@ def _train_evidence(ctx: RunContext, unit: Unit, tasks: list[Task], parent: Cand
     return records
 
 
-def _reflect(
+def _packet(
     ctx: RunContext, unit: Unit, parent: Candidate, evidence: Records, done: list[UnitRecord]
-) -> ReflectionsFile:
-    path = unit.folder(ctx.run) / "reflections.json"
-    if path.is_file():
-        return ReflectionsFile.read(path)
-    packet = build_packet(
+) -> EvidencePacket:
+    return build_packet(
         step=unit.index,
         mode=ctx.config.mode,
         incumbent=parent,
@@ -152,6 +244,15 @@ def _reflect(
         seed=ctx.rng(unit.index, "propose").randrange(2**31),
         component=ctx.config.component_at(unit.index),
     )
+
+
+def _reflect(
+    ctx: RunContext, unit: Unit, parent: Candidate, evidence: Records, done: list[UnitRecord]
+) -> ReflectionsFile:
+    path = unit.folder(ctx.run) / "reflections.json"
+    if path.is_file():
+        return ReflectionsFile.read(path)
+    packet = _packet(ctx, unit, parent, evidence, done)
     # An edit citing none of the packet's trajectories, or of the other component, is dropped here.
     vetted = vet_edits(ctx.proposer.propose(packet), packet)
     proposal = ReflectionsFile.model_validate(vetted.model_dump())

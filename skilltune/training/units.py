@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.rundir import RunDir
-from skilltune.runfiles import SeedFile, TrainConfig, UnitRecord, Verdict
+from skilltune.runfiles import SeedFile, TrainConfig, UnitRecord
 from skilltune.skill import Candidate
 
 
@@ -78,61 +78,11 @@ def discard_streak(done: list[UnitRecord]) -> int:
 
     Only steps count; a step that produced no candidate (nothing proposed, nothing
     applicable, a patch that did not apply: decision ``empty``) or whose candidate was carried
-    on ungated (``defer``) neither counts nor resets the streak.
+    on ungated (verdict ``carried``) neither counts nor resets the streak.
     """
     streak = 0
     for record in done:
-        if record.kind != "step" or record.decision in ("empty", "defer"):
+        if record.kind != "step" or record.decision == "empty" or record.carried_on:
             continue
         streak = 0 if record.verdict == "keep" else streak + 1
     return streak
-
-
-def carried(run: RunDir, done: list[UnitRecord], mode: str) -> UnitRecord | None:
-    """The unit whose candidate the next step builds on instead of the incumbent (``--carry``), or None.
-
-    ``screen``: a step ``defer``red (its candidate beat its parent on the train screen and was
-    not gated yet). ``gate``: also a step whose gate rejected for lack of evidence (futility, the
-    cap, a stop later rounds could not change) with a positive val gain, no harm veto and no
-    secondary regression. A keep or any other gate decision ends the carry; a step discarded
-    before its gate (lint, screen, repeat, nothing proposed) leaves it as it was.
-    """
-    if mode == "off":
-        return None
-    out: UnitRecord | None = None
-    for record in done:
-        if record.verdict == "keep":
-            out = None
-        elif record.kind != "step":
-            continue
-        elif record.decision == "defer":
-            out = record
-        elif record.alpha is not None or record.decision in ("accept", "reject"):
-            out = record if mode == "gate" and carryable(run, record) else None
-    return out
-
-
-def carryable(run: RunDir, record: UnitRecord) -> bool:
-    """A gate reject for lack of evidence: rounds were run, the val gain is positive, and neither the
-    harm veto nor the secondary suite's regression test spoke against it."""
-    path = run.unit_dir(record.kind, record.index) / "gate.json"
-    if record.decision != "reject" or not path.is_file():
-        return False
-    verdict = Verdict.read(path)
-    if not verdict.rounds or verdict.val_candidate is None or verdict.val_incumbent is None:
-        return False
-    if verdict.harm is not None and (verdict.harm.harmed or verdict.harm.suspects):
-        return False
-    if verdict.secondary is not None and verdict.secondary.regression:
-        return False
-    return verdict.val_candidate > verdict.val_incumbent
-
-
-def base_of(
-    run: RunDir, done: list[UnitRecord], seed: Candidate, mode: str
-) -> tuple[Candidate, UnitRecord | None]:
-    """The skill the next step builds on (the carried candidate, else the incumbent) and the carried unit."""
-    record = carried(run, done, mode)
-    if record is None:
-        return incumbent(run, done, seed), None
-    return Candidate.load(run.unit_dir(record.kind, record.index) / "candidate", seed), record

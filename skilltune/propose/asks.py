@@ -1,0 +1,73 @@
+"""A step's asks: several short questions to the analyst instead of one long one (``--proposals N``).
+
+A small model is a poor writer and a fair source of guesses: asked once for the whole batch it
+proposes one weak edit, asked about one failure group at a time it proposes rules, some right. So
+a step asks ``N`` times. First one *focused* ask per failure group of the batch (propose/groups.py,
+largest group first): the prompt holds that group's failed trajectories and a couple of passing
+ones, and asks for one or two rules. The asks left over are independent *samples* of the whole
+batch at ``SAMPLE_TEMPERATURE``. Each answer is one proposal, screened on its own by the step; the
+loop, not the analyst, decides which guesses are good.
+
+Every ask is derived from the step's packet and its index alone, so a resumed step asks the same
+questions (and finds their answers on disk).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from skilltune.proposal import EvidencePacket, Focus
+from skilltune.propose.groups import failure_groups
+
+SAMPLE_TEMPERATURE = 0.8  # a sample, and a re-ask, must be able to differ from the first answer
+ASK_EDITS = 2  # rules one ask may propose
+FOCUS_FAILURES = 6  # failed trajectories a focused prompt shows (its group's, in canonical order)
+FOCUS_SUCCESSES = 2  # passing trajectories beside them: what the skill already gets right
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One question of a step: ``index`` from 1; a focused ask names its failure group."""
+
+    index: int
+    kind: Literal["focus", "sample"]
+    focus: Focus | None = None
+
+    @property
+    def label(self) -> str:
+        return self.focus.label if self.focus is not None else "the whole batch (an independent sample)"
+
+
+def plan_asks(packet: EvidencePacket, n: int) -> list[Ask]:
+    """``n`` asks: one focused ask per failure group (largest first), then samples. A description
+    step and rewrite mode ask samples only (their prompt is about the whole batch)."""
+    focused = packet.component == "body" and packet.mode == "patch"
+    groups = failure_groups(packet.failures) if focused else []
+    if len(groups) > 1:  # a key every failure shares (a checklist's closing marker) singles nothing out
+        everyone = {t.id for t in packet.failures}
+        groups = [g for g in groups if set(g.trajectories) != everyone] or groups
+    groups = groups[:n]
+    asks = [Ask(i + 1, "focus", group) for i, group in enumerate(groups)]
+    return asks + [Ask(i + 1, "sample") for i in range(len(asks), n)]
+
+
+def ask_packet(packet: EvidencePacket, ask: Ask, seed: int, spent: list[str], reask: bool) -> EvidencePacket:
+    """The packet of one ask (a re-ask: told the ``spent`` edits, and at a temperature that lets the
+    answer change)."""
+    hot = ask.kind == "sample" or reask
+    update: dict[str, object] = {
+        "ask": ask.index,
+        "seed": seed,
+        "spent": list(spent) if reask else [],
+        "max_edits": min(packet.max_edits, ASK_EDITS) if packet.component == "body" else packet.max_edits,
+        "temperature": SAMPLE_TEMPERATURE if hot else None,
+    }
+    if ask.focus is not None:
+        members = set(ask.focus.trajectories)
+        update |= {
+            "focus": ask.focus,
+            "failures": [t for t in packet.failures if t.id in members][:FOCUS_FAILURES],
+            "successes": packet.successes[:FOCUS_SUCCESSES],
+        }
+    return packet.model_copy(update=update)

@@ -1,0 +1,359 @@
+"""Screen each proposal on train, keep what works: how a step with several asks builds its candidate.
+
+Every distinct proposal (after vet, merge and lint) runs alone on the train tasks it targets (its
+failure group's failed tasks; a sample's: the failed tasks its edits cite, else every failed task of
+the batch) plus one sample of the batch's passing tasks drawn for the step (``PASSING_SAMPLE``, to
+catch breakage), at the train rollouts' replicates: each task compares with the very rollout of the
+skill it builds on. A proposal *fixed* the tasks whose score rose and *broke* those whose score fell.
+
+Selection (best on the screen, greedy): the proposals that fixed more tasks than they broke, ranked
+by their summed score change (then fewer broken, then ask order), join the candidate strongest
+first while the step's edit budget and the growth cap allow. Chosen over a GEPA-style Pareto front
+of proposals per task: the front keeps proposals for single tasks, which on a screen of a handful
+of tasks with one replicate is mostly noise, and the gate pays for every rider.
+
+Every kept rule earns its place: when the candidate holds two edits or more, it runs on the union
+of its proposals' screen tasks, then backward elimination, weakest edit first: the candidate without
+the edit runs on the same tasks, and the edit goes when its removal costs nothing or helps.
+
+No alpha is spent: the gate then decides on val as always. Screen rollouts go under
+``rollouts/screen/`` of the step (cached and counted like any other), and their figures into
+reflections.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from skilltune.metric import Metric
+from skilltune.proposal import Edit
+from skilltune.propose import PatchError, apply_patch, merge_edits
+from skilltune.propose.edit import growth_problem
+from skilltune.propose.merge import normal_form
+from skilltune.propose.reflect import trajectory_id
+from skilltune.runfiles import (
+    LeaveOneOut,
+    ProposalRecord,
+    ProposalStatus,
+    RolloutRecord,
+    ScreenFigures,
+    Selection,
+    UnitDecision,
+    UnitRecord,
+)
+from skilltune.skill import Candidate
+from skilltune.stats import mean
+from skilltune.suite import Task
+from skilltune.training.context import RunContext
+from skilltune.training.gating import precheck
+from skilltune.training.proposals import Answered
+from skilltune.training.rollouts import Records, replicate_base
+from skilltune.training.units import Unit
+
+PASSING_SAMPLE = 4  # passing train tasks of the batch each proposal also runs on
+RULE = (
+    "best on the screen: proposals that fixed more train tasks than they broke, strongest first, "
+    "within the edit budget; leave-one-out drops an edit the candidate does as well without"
+)
+
+
+@dataclass
+class Tried:
+    """A proposal on its way through the screen."""
+
+    answered: Answered
+    edits: list[Edit]
+    candidate: Candidate | None = None
+    tasks: list[Task] | None = None
+    figures: ScreenFigures | None = None
+    status: ProposalStatus | None = None
+    reason: str = ""
+
+    @property
+    def index(self) -> int:
+        return self.answered.ask.index
+
+    def record(self) -> ProposalRecord:
+        a = self.answered
+        status = self.status or "kept"
+        return ProposalRecord(
+            index=a.ask.index, kind=a.ask.kind, label=a.ask.label, attempts=len(a.answers), edits=self.edits,
+            candidate=self.candidate.hash if self.candidate else None, screen=self.figures, status=status,
+            reason=self.reason,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the screen made of a step's proposals: the candidate (None: nothing passed), its own edits,
+    its figures against the skill it builds on, and the records for reflections.json."""
+
+    candidate: Candidate | None
+    edits: list[Edit]
+    figures: ScreenFigures | None
+    proposals: list[ProposalRecord]
+    selection: Selection
+    why_not: tuple[UnitDecision, str] | None  # no candidate: what decides the step (screen, empty) and why
+
+
+Key = tuple[str | None, str]  # (agent label, task id): a screen's unit
+
+
+def unit_scores(records: list[RolloutRecord], metric: Metric) -> dict[Key, float]:
+    """Each (agent, task) unit's mean score over its scored replicates."""
+    values: dict[Key, list[float]] = {}
+    for record in records:
+        if record.score is not None:
+            values.setdefault((record.target, record.task_id), []).append(record.score.metric(metric))
+    return {key: mean(v) for key, v in sorted(values.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))}
+
+
+def _name(key: Key) -> str:
+    return key[1] if key[0] is None else f"{key[0]}/{key[1]}"
+
+
+def figures_of(before: dict[Key, float], after: dict[Key, float], rollouts: int) -> ScreenFigures | None:
+    """A screen's figures over the units both arms scored (None when they share none)."""
+    units = [u for u in after if u in before]
+    if not units:
+        return None
+    diffs = {u: after[u] - before[u] for u in units}
+    return ScreenFigures(
+        tasks=[_name(u) for u in units], before=round(mean([before[u] for u in units]), 6),
+        after=round(mean([after[u] for u in units]), 6), gain=round(sum(diffs.values()), 6),
+        fixed=[_name(u) for u in units if diffs[u] > 1e-9], broke=[_name(u) for u in units if diffs[u] < -1e-9],
+        rollouts=rollouts,
+    )  # fmt: skip
+
+
+class Screen:
+    """One step's screen: the base's train records, the passing sample, the rollouts it runs."""
+
+    def __init__(
+        self, ctx: RunContext, unit: Unit, base: Candidate, evidence: Records, batch: list[Task]
+    ) -> None:
+        self.ctx, self.unit, self.base, self.batch = ctx, unit, base, batch
+        self.folder: Path = unit.folder(ctx.run)
+        self.metric = ctx.config.metric
+        self.before = unit_scores([r for r, _ in evidence], self.metric)
+        self.task_of = {trajectory_id(r): r.task_id for r, _ in evidence}
+        failed = {r.task_id for r, _ in evidence if r.score is not None and r.score.hard == 0}
+        self.failed = [t for t in batch if t.id in failed]
+        passing = [t for t in batch if t.id not in failed]
+        picked = ctx.rng(unit.index, "screen-passing").sample(
+            range(len(passing)), min(PASSING_SAMPLE, len(passing))
+        )
+        self.passing = [passing[i] for i in sorted(picked)]
+        self.rollouts = 0
+
+    def tasks_for(self, answered: Answered, edits: list[Edit]) -> list[Task]:
+        """The failed tasks a proposal targets, then the passing sample (batch order)."""
+        focus = answered.ask.focus
+        cited = focus.trajectories if focus is not None else [s for e in edits for s in e.support]
+        named = {self.task_of.get(tid, tid) for tid in cited}
+        targets = [t for t in self.failed if t.id in named] or self.failed
+        chosen = {t.id for t in [*targets, *self.passing]}
+        return [t for t in self.batch if t.id in chosen]
+
+    def run(self, runs: list[tuple[Candidate, list[Task]]]) -> list[dict[Key, float]]:
+        """Each candidate on its tasks (all in one batch of rollouts): its unit scores."""
+        jobs = []
+        for candidate, tasks in runs:
+            jobs += self.ctx.rollouts.jobs(
+                tasks, candidate, "screen", replicate_base(self.unit.seq), self.ctx.config.reps
+            )
+        records = [r for r, _ in self.ctx.rollouts.run(self.folder, jobs)]
+        self.rollouts += len(records)
+        return [unit_scores([r for r in records if r.candidate == c.hash], self.metric) for c, _ in runs]
+
+    def figures(self, scores: dict[Key, float], tasks: list[Task]) -> ScreenFigures | None:
+        ids = {t.id for t in tasks}
+        after = {u: s for u, s in scores.items() if u[1] in ids}
+        reps = self.ctx.config.reps * max(1, len(self.ctx.rollouts.labels))
+        return figures_of(self.before, after, len(tasks) * reps)
+
+
+def choose(
+    ctx: RunContext, unit: Unit, base: Candidate, evidence: Records, batch: list[Task],
+    answered: list[Answered], done: list[UnitRecord], shown: set[str],
+) -> Choice:  # fmt: skip
+    """Screen every distinct proposal, then build the candidate from those that fixed more than they broke."""
+    screen = Screen(ctx, unit, base, evidence, batch)
+    tried = [_prepare(ctx, screen, a, base, done, shown) for a in answered]
+    _dedupe(tried)
+    live = [t for t in tried if t.status is None and t.candidate is not None and t.tasks is not None]
+    if live:
+        ctx.progress.phase = "screen"
+        scored = screen.run([(t.candidate, t.tasks) for t in live if t.candidate and t.tasks])
+        for t, scores in zip(live, scored, strict=True):
+            assert t.tasks is not None
+            t.figures = screen.figures(scores, t.tasks)
+            if t.figures is None or len(t.figures.fixed) <= len(t.figures.broke):
+                f = t.figures
+                t.status = "screened out"
+                t.reason = (
+                    "no train task scored" if f is None else f"fixed {len(f.fixed)}, broke {len(f.broke)}"
+                )
+    eligible = sorted(
+        (t for t in tried if t.status is None and t.figures is not None),
+        key=lambda t: (
+            -(t.figures.gain if t.figures else 0.0),
+            len(t.figures.broke) if t.figures else 0,
+            t.index,
+        ),
+    )
+    bundle, edits = _bundle(ctx, unit, base, eligible)
+    selection = Selection(rule=RULE, kept=[t.index for t in bundle])
+    candidate, figures = None, None
+    if bundle:
+        candidate, edits, figures, selection = _leave_one_out(ctx, screen, base, bundle, edits, selection)
+    kept = set(selection.kept)
+    for t in tried:
+        if t.status is None:
+            t.status = "kept" if t.index in kept else "left out"
+    why = _why_not(tried) if candidate is None else None
+    return Choice(candidate, edits, figures, [t.record() for t in tried], selection, why)
+
+
+def _prepare(
+    ctx: RunContext,
+    screen: Screen,
+    answered: Answered,
+    base: Candidate,
+    done: list[UnitRecord],
+    shown: set[str],
+) -> Tried:
+    """The proposal's candidate on its own (base plus its edits), or why it is not screened."""
+    if not answered.edits:
+        status: ProposalStatus = "spent" if answered.spent else "no rule"
+        reason = answered.spent[0].reason if answered.spent else _no_rule(answered)
+        return Tried(answered, [], status=status, reason=reason)
+    merged = merge_edits(answered.edits, base, len(answered.edits), known=shown)
+    edits = [m.edit for m in merged.kept]
+    if not edits:
+        why = merged.dropped[0]["reason"] if merged.dropped else "no edit applies"
+        return Tried(answered, answered.edits, status="not applied", reason=why)
+    try:
+        candidate, edits = apply_patch(base, edits)
+    except PatchError as exc:
+        return Tried(answered, edits, status="not applied", reason=f"patch did not apply: {exc}")
+    problem = precheck(ctx, candidate, base, done)
+    if problem is not None:
+        status = "spent" if problem[0] == "repeat" else "not applied"
+        return Tried(answered, edits, candidate, status=status, reason=problem[1])
+    return Tried(answered, edits, candidate, tasks=screen.tasks_for(answered, edits))
+
+
+def _no_rule(answered: Answered) -> str:
+    last = answered.answers[-1]
+    if "error" in last.notes:
+        return str(last.notes["error"])
+    if last.dropped:
+        return f"every edit dropped by vet: {last.dropped[0].reason}"
+    return "the answer held no edit"
+
+
+def _dedupe(tried: list[Tried]) -> None:
+    """A proposal whose candidate equals an earlier proposal's (after normalisation) is not screened."""
+    seen: dict[tuple[tuple[str, str], ...], int] = {}
+    for t in tried:
+        if t.status is not None or t.candidate is None:
+            continue
+        key = normal_form(t.candidate)
+        if key in seen:
+            t.status, t.reason = "spent", f"the same candidate as ask {seen[key]}"
+        else:
+            seen[key] = t.index
+
+
+def _bundle(
+    ctx: RunContext, unit: Unit, base: Candidate, eligible: list[Tried]
+) -> tuple[list[Tried], list[Edit]]:
+    """The eligible proposals that fit, strongest first: the edit budget, one description, the growth cap."""
+    budget = ctx.edit_budget.at(unit.index)
+    bundle: list[Tried] = []
+    edits: list[Edit] = []
+    for t in eligible:
+        trial = [*edits, *t.edits]
+        problem = None
+        if len(trial) > budget:
+            problem = f"the step's edit budget ({budget}) is taken by stronger proposals"
+        elif sum(e.op == "description" for e in trial) > 1:
+            problem = "a candidate takes one description (a stronger one is kept)"
+        elif ctx.config.mode == "rewrite" and bundle:
+            problem = "rewrite mode keeps one document (a stronger one is kept)"
+        else:
+            try:
+                candidate, applied = apply_patch(base, trial)
+                problem = growth_problem(candidate, base, ctx.config.growth_cap)
+            except PatchError as exc:
+                problem = f"does not apply beside stronger proposals: {exc}"
+        if problem is None:
+            bundle.append(t)
+            edits = applied
+        else:
+            t.status, t.reason = "over budget", problem
+    return bundle, edits
+
+
+def _leave_one_out(
+    ctx: RunContext,
+    screen: Screen,
+    base: Candidate,
+    bundle: list[Tried],
+    edits: list[Edit],
+    selection: Selection,
+) -> tuple[Candidate, list[Edit], ScreenFigures | None, Selection]:
+    """The candidate of ``edits``; with two edits or more, backward elimination on the union of the
+    bundle's screen tasks (weakest edit first, while two or more remain)."""
+    candidate, edits = apply_patch(base, edits)
+    if len(edits) < 2:
+        return candidate, edits, bundle[0].figures, selection
+    owner = [t.index for t in bundle for _ in t.edits]
+    ids = {task.id for t in bundle for task in (t.tasks or [])}
+    tasks = [t for t in screen.batch if t.id in ids]
+    current = screen.run([(candidate, tasks)])[0]
+    steps: list[LeaveOneOut] = []
+    for position in reversed(range(len(edits))):
+        if len(edits) < 2:
+            break
+        rest = edits[:position] + edits[position + 1 :]
+        without, rest = apply_patch(base, rest)
+        scores = screen.run([(without, tasks)])[0]
+        with_mean, without_mean = mean(list(current.values())), mean(list(scores.values()))
+        dropped = without_mean >= with_mean
+        steps.append(
+            LeaveOneOut(edit=edits[position].compact(), proposal=owner[position], with_edit=round(with_mean, 6),
+                        without=round(without_mean, 6), dropped=dropped)
+        )  # fmt: skip
+        if dropped:
+            edits, candidate, current = rest, without, scores
+            owner = owner[:position] + owner[position + 1 :]
+    figures = screen.figures(current, tasks)
+    kept = [t.index for t in bundle if t.index in owner]
+    for t in bundle:
+        if t.index not in owner:
+            t.status, t.reason = "left out", "the candidate did as well on the screen without its edits"
+    return (
+        candidate,
+        edits,
+        figures,
+        selection.model_copy(update={"kept": kept, "screen": figures, "leave_one_out": steps}),
+    )
+
+
+def _why_not(tried: list[Tried]) -> tuple[UnitDecision, str]:
+    """Why a step has no candidate: ``screen`` when proposals were screened, else ``empty``."""
+    screened = [t for t in tried if t.figures is not None]
+    if screened:
+        return (
+            "screen",
+            f"screen: no proposal fixed more train tasks than it broke ({len(screened)} screened)",
+        )
+    if tried and all(t.status == "spent" for t in tried):
+        return "empty", f"every proposal repeats an edit already tried ({len(tried)} asks)"
+    counts: dict[str, int] = {}
+    for t in tried:
+        counts[t.status or "?"] = counts.get(t.status or "?", 0) + 1
+    return "empty", "no proposal to screen: " + (", ".join(f"{n} {s}" for s, n in counts.items()) or "no ask")
