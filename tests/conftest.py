@@ -61,6 +61,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         runs_dir=str(runs),
         max_steps=2,
         carry="off",
+        proposals=1,  # one ask a step: each step's edits decide alone, both keep (what its readers check)
         reporter=PlainReporter(quiet=True),
         **FAST,
     )

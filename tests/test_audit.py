@@ -36,9 +36,13 @@ def _quiet() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
-    """The mock demo with `make demo`'s settings (8 steps, seed 1, the default alpha)."""
+    """The mock demo with `make demo`'s settings (8 steps, seed 1, the default alpha) but one ask a step:
+    the shape the planted faults need (a gated reject at step 5, and steps after it). A run with several
+    asks a step is audited in tests/test_proposals.py."""
     runs = tmp_path_factory.mktemp("runs")
-    result = train(MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, **_quiet())
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, proposals=1, **_quiet()
+    )
     assert result.state == "success" and result.kept >= 1
     return RunDir(runs / "demo")
 

@@ -146,8 +146,8 @@ def run(tmp_path: Path, mode: str, policy: str | None, **settings: Any) -> tuple
         result = train(
             suite, write_skill(tmp_path / "skill", "- Be brief."), tag="fb", runs_dir=str(tmp_path / "runs"),
             proposer="api", proposer_options={"model": "analyst-model", "base_url": f"{server.url}/v1"},
-            reporter=PlainReporter(quiet=True), seed=0, **{"max_steps": 1, **settings},
-        )  # fmt: skip
+            reporter=PlainReporter(quiet=True), seed=0, **{"max_steps": 1, "proposals": 1, **settings},
+        )  # fmt: skip  # one ask: the whole batch's prompt (a focused one renders trajectories the same way)
         prompts = [r.text for r in server.requests if "record_verdict" not in r.tools]
     assert result.state not in ("blocked", "crash"), result.reason
     assert prompts, "the analyst was never asked"
@@ -227,8 +227,8 @@ def test_no_val_figure_reaches_the_proposer(tmp_path: Path) -> None:
         result = train(
             suite, write_skill(tmp_path / "skill", "- Be brief."), tag="vf", runs_dir=str(tmp_path / "runs"),
             proposer="api", proposer_options={"model": "analyst-model", "base_url": f"{server.url}/v1"},
-            reporter=PlainReporter(quiet=True), seed=0, max_steps=2,
-        )  # fmt: skip
+            reporter=PlainReporter(quiet=True), seed=0, max_steps=2, proposals=1,
+        )  # fmt: skip  # one ask a step: step 2's one prompt holds the buffer and the memory
     gate = json.loads((Path(result.run_dir) / "steps" / "step_0001" / "gate.json").read_text())
     assert gate["decision"] == "reject" and len(asked) == 2
     rejected = prompt_section(asked[1], "rejected_edits")

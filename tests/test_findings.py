@@ -106,10 +106,12 @@ def test_the_entry_lists_the_reports_warnings(tmp_path: Path) -> None:
     # 3 steps, seed 3: a run whose gates see val tasks whose replicates disagree (with seed 1 they
     # saw none once the gate stopped running the incumbent's next round ahead), so the report lists
     # flaky val tasks beside the flaky test tasks the bank alone used to list. carry="off": a gate in
-    # each of the 3 steps (under the default --carry screen steps 1-2 carry their candidates ungated)
+    # each of the 3 steps (under the default --carry screen steps 1-2 carry their candidates ungated),
+    # and one ask a step, whose candidates make the gates that see those tasks
     done = train(
-        MOCK_SUITE, MOCK_SKILL, tag="w", runs_dir=str(tmp_path), max_steps=3, seed=3, carry="off", **_quiet()
-    )
+        MOCK_SUITE, MOCK_SKILL, tag="w", runs_dir=str(tmp_path), max_steps=3, seed=3, carry="off", proposals=1,
+        **_quiet(),
+    )  # fmt: skip
     assert done.state == "success", done.reason
     run = RunDir(tmp_path / "w")
     listed = run.findings_md.read_text().split("- **Warnings**:\n", 1)[1]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from skilltune.review.audit import audit
 from skilltune.rundir import RunDir
 from skilltune.runfiles import ReflectionsFile, UnitRecord
 from skilltune.training import resume, train
@@ -133,6 +134,8 @@ def test_one_focused_ask_per_failure_group_and_the_candidate_is_what_the_screen_
     assert record.verdict == "keep" and record.edit_texts == [CITE, TIMELINE]
     text = (run.root / "best_skill" / "SKILL.md").read_text()
     assert CITE in text and TIMELINE in text and RIDER not in text and SHOUT not in text
+    # the audit reads every ask's prompt and answer (reflections.json gathers them): a clean run
+    assert audit(run.root).findings == []
 
 
 def test_an_edit_screened_out_is_spent_for_the_rest_of_the_run(tmp_path: Path, keyed: None) -> None:

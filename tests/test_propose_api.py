@@ -53,6 +53,8 @@ def _train(tmp_path: Path, server: FakeOpenAI, tag: str, **settings: Any) -> Any
         "stream": False,  # this fake answers in one JSON object (a streamed request would be sent twice)
     }
     options.update(settings.pop("proposer_options", {}))
+    # One ask a step: these tests script one call and its repair (several asks: tests/test_proposals.py).
+    settings = {"proposals": 1, **settings}
     return train(
         MOCK_SUITE, MOCK_SKILL, tag=tag, runs_dir=str(tmp_path), proposer="api", proposer_options=options,
         reporter=PlainReporter(quiet=True), **settings,

@@ -144,7 +144,7 @@ def test_migrations_of_schema_1() -> None:
     assert verdict.accept
     # schema 1 declared a "crash" verdict no code wrote: such a record cannot be read as a unit
     unit = {"schema_version": 1, "kind": "step", "index": 1, "step": 1, "epoch": 1, "candidate": "c",
-            "parent": "p", "verdict": "crash", "decision": "x", "reason": "r", "metric": "mixed"}  # fmt: skip
+            "parent": "p", "verdict": "crash", "decision": "reject", "reason": "r", "metric": "mixed"}  # fmt: skip
     with pytest.raises(OldRunFileError, match="verdict 'crash'"):
         UnitRecord.parse(unit, "step.json")
     assert UnitRecord.parse(unit | {"verdict": "discard"}, "step.json").verdict == "discard"
@@ -464,3 +464,44 @@ def test_a_statistic_of_no_known_gate_is_refused_naming_the_file(tmp_path: Path)
     (tmp_path / "gate.json").write_text(json.dumps(raw))
     with pytest.raises(RunFileError, match=r"gate\.json"):
         Verdict.read(tmp_path / "gate.json")
+
+
+def test_a_schema_9_run_with_a_carried_step_reads_it_as_carried_and_resumes_as_it_ran(tmp_path: Path) -> None:
+    """Schema 9 wrote a step carried on ungated as verdict ``discard``, decision ``defer``, and its
+    config.json named no ``proposals`` (every step asked once). Such a run, stopped after its carried
+    step 1, reads that step as ``carried`` (step.json migrated on read, results.tsv rebuilt from it) and
+    resumes to the ending of an uninterrupted run of one ask a step."""
+    from tests.helpers import stopped_run
+
+    run = stopped_run(tmp_path, "old", 3, MOCK_SUITE_16, skill=MOCK_SKILL_16, seed=13, proposals=1)
+    step = run.unit_dir("step", 1) / "step.json"
+    raw = json.loads(step.read_text())
+    assert (raw["verdict"], raw["decision"]) == ("carried", "carry")
+    for path in [*run.root.rglob("*.json"), run.journal_path]:
+        if ".git" in path.parts or "record.json" in path.name and "rollouts" not in path.parts:
+            continue
+        if path.name.endswith(".jsonl"):
+            lines = [json.loads(line) | {"schema_version": 9} for line in path.read_text().splitlines()]
+            path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+            continue
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "schema_version" in data:
+            path.write_text(json.dumps(data | {"schema_version": 9}))
+    config = json.loads(run.config.read_text())
+    del config["proposals"]
+    run.config.write_text(json.dumps(config))
+    step.write_text(json.dumps(json.loads(step.read_text()) | {"verdict": "discard", "decision": "defer"}))
+    rows = run.results.read_text().splitlines()
+    run.results.write_text("\n".join([rows[0], rows[1].replace("\tcarried\t", "\tdiscard\t")]) + "\n")
+
+    record = UnitRecord.read(step)
+    assert (record.verdict, record.decision, record.carried_on) == ("carried", "carry", True)
+    assert RunConfigFile.read(run.config).proposals == 1
+    (run.root / "STOP").unlink()
+    resume(run.root, reporter=PlainReporter(quiet=True))
+    assert run.results.read_text().splitlines()[1].split("\t")[5] == "carried"
+    train(
+        MOCK_SUITE_16, MOCK_SKILL_16, tag="new", runs_dir=str(tmp_path), max_steps=3, seed=13, proposals=1,
+        gate="strict", reporter=PlainReporter(quiet=True),
+    )  # fmt: skip
+    assert run.results.read_text() == (tmp_path / "new" / "results.tsv").read_text()

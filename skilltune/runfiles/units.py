@@ -84,12 +84,16 @@ class ProposalRecord(BaseModel):
 
 
 class LeaveOneOut(BaseModel):
-    """One step of the backward elimination: the bundle with and without ``edit`` on the same tasks."""
+    """One step of the backward elimination: the candidate with and without ``edit`` on the same tasks,
+    over all of them and over the tasks its proposal fixed on its own screen (``fixed``)."""
 
     edit: str  # compact form
     proposal: int
     with_edit: float
     without: float
+    fixed: list[str] = Field(default_factory=list)
+    with_on_fixed: float | None = None
+    without_on_fixed: float | None = None
     dropped: bool
 
 

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, RolloutRecord, SlowUpdateFile, StageDone, active_seconds
+from skilltune.runfiles import (
+    AskFile,
+    ReflectionsFile,
+    RolloutRecord,
+    SlowUpdateFile,
+    StageDone,
+    active_seconds,
+)
 from skilltune.suite import Suite
 
 
@@ -119,9 +126,20 @@ def records_run(folder: Path) -> list[RolloutRecord]:
 
 
 def proposer_tokens(folder: Path) -> int:
-    """Tokens of the proposer calls recorded under ``folder`` (reflections and slow updates)."""
+    """Tokens of the proposer calls recorded under ``folder`` (reflections and slow updates; a step's
+    asks before its reflections.json gathers their calls: a step interrupted between its asks and the
+    end of its screen has paid for them)."""
     reflections = sum(ReflectionsFile.read(p).tokens for p in sorted(folder.rglob("reflections.json")))
-    return reflections + sum(SlowUpdateFile.read(p).tokens for p in sorted(folder.rglob("slow_update.json")))
+    asks = sum(
+        AskFile.read(p).tokens
+        for p in sorted(folder.rglob("asks/ask_*.json"))
+        if not (p.parent.parent / "reflections.json").is_file()
+    )
+    return (
+        reflections
+        + asks
+        + sum(SlowUpdateFile.read(p).tokens for p in sorted(folder.rglob("slow_update.json")))
+    )
 
 
 def record_tokens(record: RolloutRecord) -> int:

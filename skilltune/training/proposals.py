@@ -3,9 +3,8 @@
 Each ask (propose/asks.py) is one proposer call, vetted as a single ask's edits are, and written to
 ``asks/ask_NN.json`` as soon as it returns: a resumed step reads it and asks no call twice.
 
-An answer whose every edit is already *spent* (tried in this run and not kept: rejected by a gate,
-or screened out; or proposed by an earlier ask of this step) is not
-screened: the ask is asked once more, told plainly which edits are spent and at a temperature that
+An answer whose every edit is already *spent* (rejected by a gate in this run, or proposed by an
+earlier ask of this step) is not screened: the ask is asked once more, told plainly which edits are spent and at a temperature that
 lets the answer change (``asks/ask_NN_r1.json``). Spent edits inside an answer that also holds new
 ones are dropped from it, with the reason.
 """
@@ -20,16 +19,16 @@ from skilltune.propose.asks import Ask, ask_packet, plan_asks
 from skilltune.propose.merge import edit_text_key
 from skilltune.propose.reflect import outcome
 from skilltune.propose.vet import vet_edits
-from skilltune.runfiles import AskFile, ReflectionsFile, RunFileError, UnitRecord
+from skilltune.runfiles import AskFile, UnitRecord
 from skilltune.training.context import RunContext
 from skilltune.training.units import Unit
 
 SPENT_SHOWN = 12  # spent edits a re-ask is told of (those it repeated first)
-# What became of an edit that makes it spent for the rest of the run.
-SPENT_DECISIONS = ("reject", "screen", "repeat")
-# A proposal screened out fixed no more of the tasks it was asked about than it broke; one left out
-# by leave-one-out may still help where this step's screen had no task for it: not spent.
-SPENT_STATUSES = ("screened out",)
+# What became of an edit that makes it spent for the rest of the run: a gate rejected it (a repeat of
+# a rejected candidate is one). The train screen is not the judge of an edit for good: one replicate
+# on a few train tasks is noisy, and a later batch holds other tasks; a screened-out edit proposed again
+# costs a few train rollouts, and the prompt's rejected list already says what became of it.
+SPENT_DECISIONS = ("reject", "repeat")
 
 
 @dataclass
@@ -46,32 +45,20 @@ class Answered:
         return sum(len(a.calls) for a in self.answers)
 
 
-def spent_edits(ctx: RunContext, done: list[UnitRecord]) -> dict[str, str]:
+def spent_edits(done: list[UnitRecord]) -> dict[str, str]:
     """The run's spent edits so far: normalised text -> what became of it (in the words the proposer
-    may read: a gate's outcome, never its figures; a screen's train figures)."""
+    may read: a gate's outcome, never its figures)."""
     out: dict[str, str] = {}
     for record in done:
-        if record.kind != "step":
-            continue
-        if record.verdict == "discard" and record.decision in SPENT_DECISIONS:
+        if record.kind == "step" and record.verdict == "discard" and record.decision in SPENT_DECISIONS:
             for text in record.edit_texts:
                 out.setdefault(edit_text_key(text), f"step {record.index}: {outcome(record)}")
-        path = ctx.run.unit_dir(record.kind, record.index) / "reflections.json"
-        if path.is_file():
-            try:
-                reflections = ReflectionsFile.read(path)
-            except RunFileError:
-                continue
-            for proposal in reflections.proposals:
-                if proposal.status in SPENT_STATUSES:
-                    for edit in proposal.edits:
-                        out.setdefault(edit_text_key(edit.text), f"step {record.index}: {proposal.status}")
     return out
 
 
 def gather(ctx: RunContext, unit: Unit, packet: EvidencePacket, done: list[UnitRecord]) -> list[Answered]:
     """Every ask of the step, answered (from disk when a resumed step asked it already)."""
-    spent = spent_edits(ctx, done)
+    spent = spent_edits(done)
     seen: dict[str, str] = {}  # this step's edits so far: normalised text -> the ask that proposed it
     out = []
     for ask in plan_asks(packet, ctx.config.asks):
