@@ -43,7 +43,7 @@ VERDICT = {
 def packet() -> EvidencePacket:
     failed = Trajectory(
         id="refund#r0", task_id="refund", prompt="Route: I want a refund.", output="support", hard=0,
-        soft=0.0, status="ok", mode="exact", feedback="expected answer 'billing'",
+        soft=0.0, status="ok", mode="exact", feedback="expected answer: billing",
     )  # fmt: skip
     return EvidencePacket(
         step=1, mode="patch", skill_files={"SKILL.md": SKILL}, skill_main="SKILL.md", failures=[failed],

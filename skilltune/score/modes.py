@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, StrictBool, field_validator
 from skilltune.errors import ScoringError, SkilltuneWarning
 from skilltune.process import kill_group
 from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
+from skilltune.score.expected import ExpectedAnswer, expected_answer, shown_regex
 
 if TYPE_CHECKING:
     from skilltune.agents.base import AgentResult
@@ -60,48 +61,54 @@ class ExactScorer(Scorer):
         checks = ["expected_found" if match else "expected_missing"]
         if match:
             feedback = self.allowed_feedback(
-                f"the output matched the expected {_expected(fields)}: {match.group(0)!r}",
-                "the output matched the expected answer",
+                _found(fields, match.group(0)), "the output matched the expected answer"
             )
         else:
-            held = f"the output held: {_excerpt(result.final_text)}"
+            answered = _answered(result.final_text)
             feedback = self.allowed_feedback(
-                f"expected {_expected(fields)} in the output; {held}",
-                f"the output did not hold the expected answer (the suite keeps it hidden); {held}",
+                _missing(fields, answered),
+                f"the output did not hold the expected answer (the suite keeps it hidden; {answered})",
             )
         return self.make(int(bool(match)), float(bool(match)), checks, feedback)
 
 
-_REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
+def _missing(fields: ExactFields, answered: str) -> str:
+    """A failed rollout's feedback in words a small model reads: ``expected answer: account (alone
+    in the output, ignoring case; the agent answered: 'Customer Support')``. The regex follows the
+    answer only when the words do not say all it asks; a regex encoding no plain answer is shown
+    as written."""
+    plain = expected_answer(fields.expected, fields.ignore_case)
+    if plain is None:
+        said = [*(["ignoring case"] if fields.ignore_case else []), answered]
+        return f"expected a match for the regex {shown_regex(fields.expected)} ({'; '.join(said)})"
+    return f"expected answer: {plain.text} ({'; '.join([*_described(plain, fields), answered])})"
 
 
-def _expected(fields: ExactFields) -> str:
-    """The expected pattern as a person reads it, with the answer it encodes when it is a plain one."""
-    case = ", ignoring case" if fields.ignore_case else ""
-    literal = _literal(fields.expected)
-    if literal is not None and literal != fields.expected:
-        return f"answer {literal!r} (the regex {fields.expected!r}{case})"
-    if literal is not None:
-        return f"answer {literal!r}{case}"
-    return f"regex {fields.expected!r}{case}"
+def _found(fields: ExactFields, matched: str) -> str:
+    plain = expected_answer(fields.expected, fields.ignore_case)
+    if plain is None:
+        return f"the output matched the regex {shown_regex(fields.expected)}: {matched!r}"
+    said = _described(plain, fields)
+    if matched not in plain.answers:
+        said.append(f"matched: {matched!r}")
+    return f"the output held the expected answer: {plain.text}" + (f" ({'; '.join(said)})" if said else "")
 
 
-def _literal(pattern: str) -> str | None:
-    """The text a regex matches when it matches one text only (word boundaries and anchors aside)."""
-    core = pattern.replace("\\b", "").removeprefix("^")
-    if core.endswith("$") and not core.endswith("\\$"):
-        core = core[:-1]
-    if not core or _REGEX_SYNTAX.search(re.sub(r"\\[^A-Za-z0-9\s]", "", core)):
-        return None
-    return re.sub(r"\\([^A-Za-z0-9\s])", r"\1", core)
+def _described(plain: ExpectedAnswer, fields: ExactFields) -> list[str]:
+    """The notes on a plain answer (where it stands, case), and the regex when they fall short."""
+    notes = ", ".join(plain.notes())
+    regex = [] if plain.exact else [f"the regex {shown_regex(fields.expected)}"]
+    return [*([notes] if notes else []), *regex]
 
 
-def _excerpt(text: str, limit: int = 400) -> str:
-    """The agent's final output, shortened to its last ``limit`` characters when longer."""
+def _answered(text: str, limit: int = 400) -> str:
+    """What the agent answered: its final output, or the last ``limit`` characters of a longer one."""
     text = text.strip()
     if not text:
-        return "(nothing: the final output was empty)"
-    return repr(text) if len(text) <= limit else f"...{text[-limit:]!r}"
+        return "the final output was empty"
+    if len(text) <= limit:
+        return f"the agent answered: {text!r}"
+    return f"the agent's output ended: ...{text[-limit:]!r}"
 
 
 def _not_empty(required: list[str]) -> list[str]:
