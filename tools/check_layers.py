@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("runfiles", "rundir"),
     ("score",),
     ("modelcalls",),
-    ("proposal", "skill"),
+    ("proposal", "skill", "contracts"),
     ("stats",),
     (
         "process",

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from skilltune.contracts import variant_prompt
 from skilltune.errors import UsageError
 from skilltune.score.base import Scorer
 from skilltune.score.registry import scorer_class
@@ -112,15 +113,7 @@ class Suite(ABC):
 
     def prompt(self, task: Task) -> str:
         """The prompt the agent gets for ``task`` under the suite's prompt variant."""
-        prompt = task.prompt_for(self.options.prompt_variant)
-        if prompt is None:
-            variant = self.options.prompt_variant
-            raise UsageError(
-                f"{self.source}: task {task.id} has no prompt for the {variant} variant: give it "
-                f"'prompt' or 'prompt_{variant}', or run with --prompt-variant "
-                f"{'full' if variant == 'cheap' else 'cheap'}"
-            )
-        return prompt
+        return variant_prompt(task, self.options.prompt_variant, self.source)
 
     @property
     def name(self) -> str:
