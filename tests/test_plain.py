@@ -80,7 +80,7 @@ def judge_suite(root: Path, url: str, **judge: Any) -> Path:
 
 def ask_judge(tmp_path: Path, url: str, times: int = 1, **judge: Any) -> list[JudgeCall]:
     """``times`` verdicts on one output, each a sample of its own (no cache): their calls."""
-    scorer = JudgeScorer(load_suite(judge_suite(tmp_path / "suite", url, **judge)))
+    scorer = JudgeScorer(load_suite(judge_suite(tmp_path / "suite", url, **judge)).scoring_context)
     case = JudgeCase(rubric="`rule`: stated first.", prompt="State the rule.", reference=None, inputs={},
                      output="PASS:state-the-rule")  # fmt: skip
     calls = []

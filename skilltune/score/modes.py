@@ -9,18 +9,15 @@ import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
+from skilltune.contracts import AgentResult, Task
 from skilltune.errors import ScoringError, SkilltuneWarning
 from skilltune.process import kill_group
 from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
 from skilltune.score.expected import ExpectedAnswer, expected_answer, shown_regex
-
-if TYPE_CHECKING:
-    from skilltune.agents.base import AgentResult
-    from skilltune.suite import Task
 
 DEFAULT_COMMAND_TIMEOUT_S = 120.0
 
@@ -60,12 +57,12 @@ class ExactScorer(Scorer):
         match = re.search(fields.expected, result.final_text, flags)
         checks = ["expected_found" if match else "expected_missing"]
         if match:
-            feedback = self.allowed_feedback(
+            feedback = self.context.allowed_feedback(
                 _found(fields, match.group(0)), "the output matched the expected answer"
             )
         else:
             answered = _answered(result.final_text)
-            feedback = self.allowed_feedback(
+            feedback = self.context.allowed_feedback(
                 _missing(fields, answered),
                 f"the output did not hold the expected answer (the suite keeps it hidden; {answered})",
             )
@@ -143,7 +140,7 @@ class ChecklistScorer(Scorer):
             [*(["found: " + ", ".join(map(repr, found))] if found else []),
              *(["missing: " + ", ".join(map(repr, missing))] if missing else [])]
         )  # fmt: skip
-        feedback = self.allowed_feedback(
+        feedback = self.context.allowed_feedback(
             f"{len(found)} of {len(required)} required items in the output ({listed})",
             f"{len(found)} of {len(required)} required items in the output (the suite keeps them hidden)",
         )
@@ -190,7 +187,7 @@ class CommandScorer(Scorer):
             env = dict(
                 os.environ,
                 TASK_OUTPUT=str(output_file),
-                SKILLTUNE_SUITE=str(self.suite.root.resolve()),  # the command runs in the workspace
+                SKILLTUNE_SUITE=str(self.context.root.resolve()),  # the command runs in the workspace
                 SKILLTUNE_TASK_ID=task.id,
             )
             rc, lines = _run_group(fields.command, workspace, env, fields.timeout)
@@ -202,7 +199,7 @@ class CommandScorer(Scorer):
             checks.append("note: empty final output (skill-trainer scores it 0 without running the command)")
         said = "passed" if rc == 0 else "failed"
         shown = "" if rc == 0 else _relevant_output(lines)
-        feedback = self.allowed_feedback(
+        feedback = self.context.allowed_feedback(
             f"the scoring command `{fields.command}` exited {rc} ({said})"
             + (f"; its output ends:\n{shown}" if shown else ""),
             f"the scoring command exited {rc} ({said}; the suite keeps the command and its output hidden)",
@@ -275,21 +272,19 @@ class RubricScorer(Scorer):
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
         try:
-            raw = self.suite.rubric_module().score(
-                task.with_split(), workspace, self.suite.options.prompt_variant
-            )
+            raw = self.context.rubric().score(task.with_split(), workspace, self.context.prompt_variant)
         except Exception as exc:
             raise ScoringError(f"rubric.py score() raised {type(exc).__name__}: {exc}") from exc
         raw, note = _coerce_hard(raw)
         score = score_from_mapping(
             raw,
-            weight=self.suite.config.mixed_weight,
-            contract=self.suite.contract_hash,
+            weight=self.context.mixed_weight,
+            contract=self.context.contract,
             source="rubric.py score()",
-            policy=self.feedback_policy,
+            policy=self.context.feedback,
         )
         if note is not None:
-            warnings.warn(f"{self.suite.source}: rubric.py {note}", SkilltuneWarning, stacklevel=2)
+            warnings.warn(f"{self.context.root}: rubric.py {note}", SkilltuneWarning, stacklevel=2)
             score = score.model_copy(update={"checks": [*score.checks, f"warning: {note}"]})
         return score
 
