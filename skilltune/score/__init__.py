@@ -15,6 +15,7 @@ from skilltune.score.base import (
     require_same_contract,
     score_from_mapping,
 )
+from skilltune.score.context import ScoringContext
 from skilltune.score.expected import ExpectedAnswer, expected_answer, plain_answer
 from skilltune.score.registry import register_scorer, scorer_class, scoring_modes
 
@@ -27,6 +28,7 @@ __all__ = [
     "Score",
     "Scored",
     "Scorer",
+    "ScoringContext",
     "ScoringFields",
     "ScoringUsage",
     "as_metric",
