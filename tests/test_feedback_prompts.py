@@ -61,7 +61,7 @@ def score(task, workspace, agent_result):
 
 # What the analyst must read in a failed train rollout's feedback, per mode (``{m}``: the marker).
 FULL = {
-    "exact": ["expected answer '{m}'"],
+    "exact": ["expected answer: {m} ("],
     "checklist": ["missing: 'RESULT: solved', '{m}'", "0 of 2 required items"],
     "command": ["exited 3 (failed)", "FAILED {m}"],
     "rubric": ["the answer was {m}"],
@@ -69,7 +69,7 @@ FULL = {
     "pyenv": ["the checker ran\nexpected {m}"],
 }
 NO_ANSWERS = {
-    "exact": "the output did not hold the expected answer (the suite keeps it hidden)",
+    "exact": "the output did not hold the expected answer (the suite keeps it hidden; the agent answered: ",
     "checklist": "0 of 2 required items in the output (the suite keeps them hidden)",
     "command": "the scoring command exited 3 (failed; the suite keeps the command and its output hidden)",
     "rubric": None,  # free text of rubric.py is dropped; its checks (receipts) stay

@@ -40,24 +40,44 @@ def test_the_layers_hold_and_name_every_module() -> None:
     assert illegal("skilltune") == []
 
 
-def test_a_planted_upward_import_fails_the_layer_check(tmp_path: Path) -> None:
+PLANTED = {
+    "inside a function": "\n\ndef _planted():\n    from skilltune.training import api\n    return api\n",
+    "annotation only": (
+        "\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from skilltune.training import api\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", list(PLANTED))
+def test_a_planted_upward_import_fails_the_layer_check(tmp_path: Path, how: str) -> None:
     """The check on a copy of the package: clean, then failing on one upward import (store, in the
-    lowest layer, importing the training loop), whose chain it names."""
+    lowest layer, importing the training loop, in a function or under TYPE_CHECKING), whose chain
+    it names."""
     import shutil
 
-    shutil.copytree(PACKAGE, tmp_path / "skilltune", ignore=shutil.ignore_patterns("__pycache__"))
+    ignored = shutil.ignore_patterns("__pycache__", "node_modules")
+    shutil.copytree(PACKAGE, tmp_path / "skilltune", ignore=ignored)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
     tool = [sys.executable, str(REPO / "tools" / "check_layers.py"), "skilltune"]
     clean = subprocess.run(tool, capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     store = tmp_path / "skilltune" / "store.py"
-    store.write_text(
-        store.read_text() + "\n\ndef _planted():\n    from skilltune.training import api\n    return api\n"
-    )
+    store.write_text(store.read_text() + PLANTED[how])
     planted = subprocess.run(tool, capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
     assert planted.returncode == 1
     assert "skilltune.store (lower) imports skilltune.training (higher)" in planted.stdout
     assert "skilltune.store -> skilltune.training.api" in planted.stdout
+
+
+def test_the_packages_own_lazy_api_is_no_dependency_of_its_importers() -> None:
+    """skilltune/__init__.py names the whole API under TYPE_CHECKING; report/page.py imports the
+    package for __version__ and still depends on nothing above it."""
+    from tools.check_layers import layer_graph
+
+    graph = layer_graph("skilltune")
+    assert graph.direct_import_exists(importer="skilltune.report.page", imported="skilltune")
+    assert not graph.direct_import_exists(importer="skilltune", imported="skilltune.training")
+    assert graph.direct_import_exists(importer="skilltune", imported="skilltune.errors")  # run time
 
 
 def _write_package(root: Path, files: dict[str, str]) -> None:

@@ -43,7 +43,7 @@ VERDICT = {
 def packet() -> EvidencePacket:
     failed = Trajectory(
         id="refund#r0", task_id="refund", prompt="Route: I want a refund.", output="support", hard=0,
-        soft=0.0, status="ok", mode="exact", feedback="expected answer 'billing'",
+        soft=0.0, status="ok", mode="exact", feedback="expected answer: billing",
     )  # fmt: skip
     return EvidencePacket(
         step=1, mode="patch", skill_files={"SKILL.md": SKILL}, skill_main="SKILL.md", failures=[failed],
@@ -80,7 +80,7 @@ def judge_suite(root: Path, url: str, **judge: Any) -> Path:
 
 def ask_judge(tmp_path: Path, url: str, times: int = 1, **judge: Any) -> list[JudgeCall]:
     """``times`` verdicts on one output, each a sample of its own (no cache): their calls."""
-    scorer = JudgeScorer(load_suite(judge_suite(tmp_path / "suite", url, **judge)))
+    scorer = JudgeScorer(load_suite(judge_suite(tmp_path / "suite", url, **judge)).scoring_context)
     case = JudgeCase(rubric="`rule`: stated first.", prompt="State the rule.", reference=None, inputs={},
                      output="PASS:state-the-rule")  # fmt: skip
     calls = []

@@ -27,6 +27,7 @@ from skilltune.score import (
     scorer_class,
     scoring_modes,
 )
+from skilltune.score.context import ScoringContext
 from skilltune.score.registry import SCORERS
 from skilltune.suite import Suite, Task, load_suite, validate_suite
 
@@ -654,6 +655,46 @@ def test_registered_scorer_as_default_mode(tmp_path: Path, custom_mode: str) -> 
     )
     assert suite.scoring_mode(suite.task("t")) == custom_mode
     assert score_text(suite, "t", workspace(tmp_path), "xy").hard == 1
+
+
+def test_a_scorer_gets_the_suites_scoring_context_not_the_suite(tmp_path: Path, custom_mode: str) -> None:
+    suite = make_suite(
+        tmp_path,
+        [task("t", mode=custom_mode, min=2)],
+        config={"default_mode": "checklist", "mixed_weight": WEIGHT, "feedback": "no-answers"},
+    )
+    scorer = suite.scorer(suite.task("t"))
+    context = suite.scoring_context
+    assert scorer.context is context and not hasattr(scorer, "suite")
+    assert context == ScoringContext(
+        root=suite.root,
+        contract=suite.contract_hash,
+        mixed_weight=WEIGHT,
+        feedback="no-answers",
+        prompt_variant="cheap",
+        judge=context.judge,
+        rubric=context.rubric,
+    )
+    assert dict(context.judge) == {}
+    assert context.allowed_feedback("the answer", "no answer") == "no answer"
+    assert scorer.make(1, 1.0, []).contract == suite.contract_hash
+
+
+def test_a_scorer_made_from_a_context_alone_scores(tmp_path: Path) -> None:
+    """A scorer needs no suite: a context built by hand scores with its weight, contract and policy."""
+    from skilltune.score.modes import ExactScorer
+
+    scorer = ExactScorer(ScoringContext(root=tmp_path, contract="c" * 64, mixed_weight=0.5, feedback="none"))
+    t = Task(id="t", prompt="p", scoring={"mode": "exact", "expected": "yes"})
+    score = scorer.score(t, tmp_path, AgentResult(status="ok", final_text="no"))
+    assert (score.hard, score.mixed, score.contract, score.feedback) == (0, 0.0, "c" * 64, "")
+
+
+def test_the_scorer_surface_stays_small() -> None:
+    """inspect_ai's scorer is one call; ours is the score hooks, the field checks, and make."""
+    public = {name for name in vars(Scorer) if not name.startswith("_")}
+    hooks = {"score", "score_rollout", "rescore", "preflight"}
+    assert public == {"Fields", "check_fields", "check_task", "fields", "make", *hooks}
 
 
 def test_unregister_removes_the_mode() -> None:

@@ -37,30 +37,51 @@ def feedback(loaded: Suite, text: str, workspace: Path | None = None) -> str:
     return score.feedback
 
 
-def test_exact_says_the_answer_the_pattern_encodes_and_what_the_output_held(tmp_path: Path) -> None:
+def test_exact_says_the_answer_the_pattern_encodes_and_what_the_agent_answered(tmp_path: Path) -> None:
     full = suite(tmp_path, {"mode": "exact", "expected": r"\bbilling\b"})
-    assert feedback(full, "support") == (
-        r"expected answer 'billing' (the regex '\\bbilling\\b') in the output; the output held: 'support'"
+    assert feedback(full, "support") == "expected answer: billing (as a word; the agent answered: 'support')"
+    assert feedback(full, "route: billing") == "the output held the expected answer: billing (as a word)"
+    alone = suite(tmp_path / "a", {"mode": "exact", "expected": r"(?i)^\W*account\W*$"})
+    assert feedback(alone, "Customer Support") == (
+        "expected answer: account (alone in the output, ignoring case; the agent answered: 'Customer Support')"
     )
-    assert feedback(full, "route: billing") == (
-        r"the output matched the expected answer 'billing' (the regex '\\bbilling\\b'): 'billing'"
+    assert feedback(alone, "**Account**") == (
+        "the output held the expected answer: account (alone in the output, ignoring case; "
+        "matched: '**Account**')"
     )
     regex = suite(tmp_path / "r", {"mode": "exact", "expected": r"answer:\s*4[0-9]", "ignore_case": True})
     assert feedback(regex, "") == (
-        r"expected regex 'answer:\\s*4[0-9]', ignoring case in the output; "
-        "the output held: (nothing: the final output was empty)"
+        r"expected a match for the regex `answer:\s*4[0-9]` (ignoring case; the final output was empty)"
+    )
+    assert feedback(regex, "Answer: 42") == r"the output matched the regex `answer:\s*4[0-9]`: 'Answer: 42'"
+    loose = suite(tmp_path / "l", {"mode": "exact", "expected": r"^yes\.?$"})
+    assert feedback(loose, "yes!") == (
+        r"expected answer: yes (alone in the output; the regex `^yes\.?$`; the agent answered: 'yes!')"
     )
     hidden = suite(tmp_path, {"mode": "exact", "expected": r"\bbilling\b"}, "no-answers")
     said = feedback(hidden, "support")
     assert "billing" not in said and said == (
-        "the output did not hold the expected answer (the suite keeps it hidden); the output held: 'support'"
+        "the output did not hold the expected answer (the suite keeps it hidden; the agent answered: 'support')"
     )
+    assert feedback(hidden, "billing") == "the output matched the expected answer"
     assert feedback(suite(tmp_path, {"mode": "exact", "expected": "billing"}, "none"), "support") == ""
+
+
+@pytest.mark.parametrize(
+    "expected",
+    [r"(?i)^\W*account\W*$", r"^(yes|no)$", r"\d{5}", r"^\W*t\.meyer@example\.de\W*$", "forty-two"],
+)
+def test_exact_no_answers_names_nothing_of_the_pattern(tmp_path: Path, expected: str) -> None:
+    said = feedback(suite(tmp_path, {"mode": "exact", "expected": expected}, "no-answers"), "wrong")
+    assert said == (
+        "the output did not hold the expected answer (the suite keeps it hidden; the agent answered: 'wrong')"
+    )
 
 
 def test_exact_shows_the_end_of_a_long_output(tmp_path: Path) -> None:
     said = feedback(suite(tmp_path, {"mode": "exact", "expected": "42"}), "x" * 1000 + " the end")
-    assert said.endswith("the end'") and "..." in said and len(said) < 600
+    assert said.startswith("expected answer: 42 (the agent's output ended: ...'x")
+    assert said.endswith("the end')") and len(said) < 600
 
 
 def test_checklist_names_the_items_found_and_missing(tmp_path: Path) -> None:

@@ -13,10 +13,25 @@ from typing import Any, ClassVar, Generic, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 from typing_extensions import TypeVar
 
+from skilltune.contracts import AgentResult, AgentStatus, Message, Task
 from skilltune.skill import Candidate
-from skilltune.suite.model import Task
 
-AgentStatus = Literal["ok", "task_failed", "timeout", "infra_error"]
+# AgentResult, AgentStatus and Message live in skilltune.contracts (below the scorers in the layer
+# order, which read results); re-exported from here, their first home.
+__all__ = [
+    "AgentBackend",
+    "AgentOptions",
+    "AgentRequest",
+    "AgentResult",
+    "AgentStatus",
+    "BackendCheck",
+    "Message",
+    "OptionsT",
+    "Placement",
+    "SealSupport",
+    "version_number",
+]
+
 # native: where the agent discovers skills; system: the system prompt; prepend: before the task;
 # tool: listed with the catalogue and loaded through a tool on demand (the direct chat targets only).
 Placement = Literal["native", "system", "prepend", "tool"]
@@ -56,11 +71,6 @@ class AgentOptions(BaseModel):
 OptionsT = TypeVar("OptionsT", bound=AgentOptions, default=Any)
 
 
-class Message(BaseModel):
-    role: Literal["user", "assistant", "system", "tool"]
-    content: str
-
-
 class AgentRequest(BaseModel, Generic[OptionsT]):
     """Everything a backend needs for one rollout.
 
@@ -97,36 +107,6 @@ class AgentRequest(BaseModel, Generic[OptionsT]):
         if not isinstance(value, AgentOptions):
             raise ValueError(f"options must be a backend's Options model, not {type(value).__name__}")
         return value
-
-
-class AgentResult(BaseModel):
-    """What a backend observed. A failed rollout is data here, never an exception.
-
-    ``status``: ``ok`` (the agent finished), ``task_failed`` (the agent itself
-    ended in failure: max turns, an error result), ``timeout`` (wall limit),
-    ``infra_error`` (auth, rate limit, overload, network, a crash before the
-    first model turn: retried, never scored). ``events`` is the raw event
-    stream; ``messages`` the agent's side of the conversation.
-    """
-
-    status: AgentStatus
-    final_text: str = ""
-    events: list[dict[str, Any]] = Field(default_factory=list)
-    messages: list[Message] = Field(default_factory=list)
-    reason: str | None = None
-    log_tail: str = ""
-    exit_code: int | None = None
-    model: str | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
-    cost_estimated: bool = False
-    turns: int | None = None
-    output_file: Path | None = Field(default=None, exclude=True)
-    stalled: bool = False  # the liveness check fired: the harness requeues the rollout once
-    final: bool = False  # an infra error no retry can help (a refused key, no such model): not run again
-    # Whether the agent loaded the skill (trigger mode scores it); None: the backend cannot tell.
-    skill_loaded: bool | None = None
 
 
 class BackendCheck(BaseModel):

@@ -22,8 +22,9 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from skilltune.contracts import AgentResult, Task
 from skilltune.errors import ScorerUnavailable, ScoringError, SkilltuneError
 from skilltune.judge.models import check_judge, judge_request_model, make_judge_model
 from skilltune.judge.prompt import (
@@ -40,11 +41,9 @@ from skilltune.modelcalls.plain import Answer, PlainModel, ask_structured
 from skilltune.runfiles.base import RunFileError
 from skilltune.runfiles.judge import JudgeCall, JudgeFile, JudgeInputsFile, JudgeVerdict
 from skilltune.score.base import Score, Scored, Scorer, ScoringFields, ScoringUsage
+from skilltune.score.context import ScoringContext
 from skilltune.store import canonical_json, sha256_text
-
-if TYPE_CHECKING:
-    from skilltune.agents.base import AgentResult
-    from skilltune.suite import Task
+from skilltune.suite.judge import JudgeSettings
 
 JUDGE_FILE = "judge.json"
 INPUTS_FILE = "judge_inputs.json"
@@ -77,8 +76,10 @@ class JudgeScorer(Scorer):
     mode = "judge"
     Fields = JudgeFields
 
-    def __init__(self, suite: Any) -> None:
-        super().__init__(suite)
+    def __init__(self, context: ScoringContext) -> None:
+        super().__init__(context)
+        # The context's judge block, overrides applied: checked when the suite was read.
+        self.settings = JudgeSettings.model_validate(dict(context.judge))
         self._lock = threading.Lock()
         self._model: PlainModel | None = None
         self._down: str | None = None  # the endpoint failed after its retries: fail fast from now on
@@ -116,13 +117,13 @@ class JudgeScorer(Scorer):
 
     # --- readiness --------------------------------------------------------------------------
     def preflight(self) -> None:
-        check_judge(self.suite.judge, self.suite.root)
+        check_judge(self.settings, self.context.root)
         self.model()
 
     def model(self) -> PlainModel:
         with self._lock:
             if self._model is None:
-                self._model = make_judge_model(self.suite.judge, self.suite.root)
+                self._model = make_judge_model(self.settings, self.context.root)
             return self._model
 
     # --- scoring ----------------------------------------------------------------------------
@@ -148,11 +149,11 @@ class JudgeScorer(Scorer):
         return self._judge(task, result.final_text, inputs, record_dir)
 
     def case(self, task: Task, output: str, inputs: JudgeInputsFile) -> JudgeCase:
-        rubric = (self.suite.root / RUBRIC_FILE).read_text(encoding="utf-8")
+        rubric = (self.context.root / RUBRIC_FILE).read_text(encoding="utf-8")
         return JudgeCase(
             rubric=rubric,
-            prompt=self.suite.prompt(task),
-            reference=reference_text(task, self.suite.root),
+            prompt=self.context.prompt(task),
+            reference=reference_text(task, self.context.root),
             inputs=dict(inputs.files),
             output=output,
         )
@@ -160,20 +161,22 @@ class JudgeScorer(Scorer):
     def _judge(self, task: Task, output: str, inputs: JudgeInputsFile, record_dir: Path | None) -> Scored:
         if not output.strip():  # skill-trainer: an empty output scores 0 and costs no call
             empty = "the final output was empty: nothing was judged"
-            return Scored(self.make(0, 0.0, ["output_empty"], self.allowed_feedback(empty, empty)))
+            return Scored(self.make(0, 0.0, ["output_empty"], self.context.allowed_feedback(empty, empty)))
         case = self.case(task, output, inputs)
-        settings = self.suite.judge
+        settings = self.settings
         drawn = self.verdicts(case, settings.samples, record_dir / JUDGE_FILE if record_dir else None)
         hard, soft, checks = aggregate(drawn.samples, settings.criteria_weights, settings.pass_threshold)
         first = drawn.samples[0]
-        feedback = self.allowed_feedback(verdict_feedback(first), verdict_feedback(first, evidence=False))
+        feedback = self.context.allowed_feedback(
+            verdict_feedback(first), verdict_feedback(first, evidence=False)
+        )
         return Scored(self.make(hard, soft, [*checks, f"ref:{case.mode}"], feedback), drawn.usage)
 
     def verdicts(self, case: JudgeCase, samples: int, path: Path | None) -> Drawn:
         """``samples`` verdicts on ``case``: judge.json at ``path`` when its key matches, else drawn
         (in parallel) and written there."""
         system, user = messages(case)
-        settings = self.suite.judge
+        settings = self.settings
         key = cache_key(system, user, settings.identity())
         cached = _cached(path, key, samples)
         if cached is not None:
@@ -234,7 +237,7 @@ class JudgeScorer(Scorer):
         """One sample: its verdict and calls, or (no usable verdict after ``max_attempts``) its calls."""
         from skilltune.process import RolloutInterrupted, interrupted
 
-        settings = self.suite.judge
+        settings = self.settings
         request = ChatRequest.of(
             user, system=system, model=judge_request_model(settings), max_tokens=settings.max_tokens,
             temperature=settings.temperature,

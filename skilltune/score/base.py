@@ -7,20 +7,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from skilltune.contracts import AgentResult, FeedbackPolicy, Task
 from skilltune.errors import ContractMismatchError, ScoringError
 from skilltune.metric import Metric, as_metric
+from skilltune.score.context import ScoringContext
 from skilltune.validation import field_problems
-
-# score imports nothing of skilltune.suite at run time (these names are annotations only): the suite
-# asks the scorer registry, so the dependency runs one way, suite -> score.
-if TYPE_CHECKING:
-    from skilltune.agents.base import AgentResult
-    from skilltune.suite import Suite, Task
-    from skilltune.suite.model import FeedbackPolicy
 
 # 2 = ``feedback``: what the scorer says a person would need to fix the failure (a file of
 # version 1 reads with none).
@@ -178,19 +173,44 @@ class OpenFields(ScoringFields):
     model_config = ConfigDict(extra="allow")
 
 
+def parse_fields(cls: type[Scorer], scoring: Mapping[str, Any]) -> BaseModel:
+    """``scoring`` without its ``mode``, validated by the mode's ``Fields``; raises pydantic's
+    ValidationError."""
+    return cls.Fields.model_validate({k: v for k, v in scoring.items() if k != "mode"})
+
+
+def declared_fields(cls: type[Scorer]) -> set[str] | None:
+    """The field names a mode's ``Fields`` declares, or None when it accepts any (``OpenFields``)."""
+    if cls.Fields.model_config.get("extra") == "allow":
+        return None
+    return {info.alias or name for name, info in cls.Fields.model_fields.items()}
+
+
+def unknown_fields(cls: type[Scorer], scoring: Mapping[str, Any]) -> list[str]:
+    """Fields of ``scoring`` the mode does not read: skill-trainer ignores them, so skilltune
+    ignores them too and ``validate`` warns (a misspelt field does nothing)."""
+    declared = declared_fields(cls)
+    if declared is None:
+        return []
+    return [k for k in scoring if k != "mode" and k not in declared]
+
+
 class Scorer(ABC):
     """A scoring mode: ``(task, workspace, agent_result) -> Score``.
 
     Subclasses set ``mode`` and implement ``score``; they register through the
-    ``skilltune.scorers`` entry-point group (the built-ins too). ``Fields`` is the
-    pydantic model of the mode's fields (the task's ``scoring`` object without
-    ``mode``), as a backend's ``Options``: ``validate`` reports what it refuses
-    (file:line), and ``score`` reads them typed through ``fields(task)``. A scorer
-    that declares none gets ``OpenFields``: anything passes, ``task.scoring`` as is.
-    ``check_fields`` checks what a model cannot see (files in the suite folder);
-    it runs once ``Fields`` accepted the object (``check_task`` sees the whole task
-    object, for fields a mode reads beside ``scoring``). A scorer that cannot score
-    raises ``ScoringError``; it never returns 0 for its own failure.
+    ``skilltune.scorers`` entry-point group (the built-ins too). A scorer is made with the
+    suite's ``ScoringContext`` (``self.context``: the suite folder, the contract hash, the
+    mixed weight, the feedback policy, what rubric and judge modes read), never the suite itself.
+    ``Fields`` is the pydantic model of the mode's fields (the task's ``scoring`` object without
+    ``mode``), as a backend's ``Options``: ``validate`` reports what it refuses (file:line), and
+    ``score`` reads them typed through ``fields(task)``. A scorer that declares none gets
+    ``OpenFields``: anything passes, ``task.scoring`` as is. ``check_fields`` checks what a model
+    cannot see (files in the suite folder); it runs once ``Fields`` accepted the object
+    (``check_task`` sees the whole task object, for fields a mode reads beside ``scoring``). A
+    scorer that cannot score raises ``ScoringError``; it never returns 0 for its own failure.
+    ``make`` builds its Score (weight and contract from the context); ``feedback`` there is what
+    ``context.allowed_feedback`` lets through.
 
     Scorers that call a model (the judge) also implement ``score_rollout`` (the rollout's
     record folder at hand: inputs saved there, verdicts cached there, usage reported),
@@ -202,13 +222,8 @@ class Scorer(ABC):
     mode: ClassVar[str]
     Fields: ClassVar[type[BaseModel]] = OpenFields
 
-    def __init__(self, suite: Suite) -> None:
-        self.suite = suite
-
-    @classmethod
-    def parse_fields(cls, scoring: Mapping[str, Any]) -> BaseModel:
-        """``scoring`` without its ``mode``, validated by ``Fields``; raises pydantic's ValidationError."""
-        return cls.Fields.model_validate({k: v for k, v in scoring.items() if k != "mode"})
+    def __init__(self, context: ScoringContext) -> None:
+        self.context = context
 
     @classmethod
     def check_fields(cls, scoring: Mapping[str, Any], suite_root: Path) -> list[str]:
@@ -220,27 +235,11 @@ class Scorer(ABC):
         """Problems with the fields a mode reads from the task object itself (empty when valid)."""
         return []
 
-    @classmethod
-    def declared_fields(cls) -> set[str] | None:
-        """The field names ``Fields`` declares, or None when it accepts any (``OpenFields``)."""
-        if cls.Fields.model_config.get("extra") == "allow":
-            return None
-        return {info.alias or name for name, info in cls.Fields.model_fields.items()}
-
-    @classmethod
-    def unknown_fields(cls, scoring: Mapping[str, Any]) -> list[str]:
-        """Fields of ``scoring`` this mode does not read: skill-trainer ignores them, so skilltune
-        ignores them too and ``validate`` warns (a misspelt field does nothing)."""
-        declared = cls.declared_fields()
-        if declared is None:
-            return []
-        return [k for k in scoring if k != "mode" and k not in declared]
-
     def fields(self, task: Task) -> BaseModel:
         """The task's scoring fields as ``Fields``; ScoringError for fields a validated suite cannot hold."""
-        unknown = set(self.unknown_fields(task.scoring))
+        unknown = set(unknown_fields(type(self), task.scoring))
         try:
-            return self.parse_fields({k: v for k, v in task.scoring.items() if k not in unknown})
+            return parse_fields(type(self), {k: v for k, v in task.scoring.items() if k not in unknown})
         except ValidationError as exc:
             where = "; ".join(field_problems(exc, top="scoring"))
             raise ScoringError(f"task {task.id}: invalid {self.mode} fields ({where})") from None
@@ -261,23 +260,13 @@ class Scorer(ABC):
     def preflight(self) -> None:  # noqa: B027 (most modes need nothing: a hook, not an abstract method)
         """Raise UsageError when nothing could be scored (checked before a run spends anything)."""
 
-    @property
-    def feedback_policy(self) -> FeedbackPolicy:
-        """The suite's ``feedback`` key of scoring.md: how much a score may say."""
-        policy: FeedbackPolicy = self.suite.config.feedback
-        return policy
-
-    def allowed_feedback(self, full: str, no_answers: str) -> str:
-        """The feedback the suite's policy allows: ``full`` (answers included), ``no_answers``
-        (what failed, nothing of what was expected) or none."""
-        return {"full": full, "no-answers": no_answers}.get(self.feedback_policy, "")
-
     def make(self, hard: Any, soft: Any, checks: Iterable[Any], feedback: str = "") -> Score:
+        """A Score of this suite (its mixed weight and contract hash) from a scorer's raw answer."""
         return make_score(
             hard,
             soft,
             checks,
-            weight=self.suite.config.mixed_weight,
-            contract=self.suite.contract_hash,
+            weight=self.context.mixed_weight,
+            contract=self.context.contract,
             feedback=feedback,
         )

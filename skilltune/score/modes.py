@@ -9,17 +9,15 @@ import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
+from skilltune.contracts import AgentResult, Task
 from skilltune.errors import ScoringError, SkilltuneWarning
 from skilltune.process import kill_group
 from skilltune.score.base import OpenFields, Score, Scorer, ScoringFields, score_from_mapping
-
-if TYPE_CHECKING:
-    from skilltune.agents.base import AgentResult
-    from skilltune.suite import Task
+from skilltune.score.expected import ExpectedAnswer, expected_answer, shown_regex
 
 DEFAULT_COMMAND_TIMEOUT_S = 120.0
 
@@ -59,49 +57,55 @@ class ExactScorer(Scorer):
         match = re.search(fields.expected, result.final_text, flags)
         checks = ["expected_found" if match else "expected_missing"]
         if match:
-            feedback = self.allowed_feedback(
-                f"the output matched the expected {_expected(fields)}: {match.group(0)!r}",
-                "the output matched the expected answer",
+            feedback = self.context.allowed_feedback(
+                _found(fields, match.group(0)), "the output matched the expected answer"
             )
         else:
-            held = f"the output held: {_excerpt(result.final_text)}"
-            feedback = self.allowed_feedback(
-                f"expected {_expected(fields)} in the output; {held}",
-                f"the output did not hold the expected answer (the suite keeps it hidden); {held}",
+            answered = _answered(result.final_text)
+            feedback = self.context.allowed_feedback(
+                _missing(fields, answered),
+                f"the output did not hold the expected answer (the suite keeps it hidden; {answered})",
             )
         return self.make(int(bool(match)), float(bool(match)), checks, feedback)
 
 
-_REGEX_SYNTAX = re.compile(r"[\\.^$*+?{}\[\]|()]")
+def _missing(fields: ExactFields, answered: str) -> str:
+    """A failed rollout's feedback in words a small model reads: ``expected answer: account (alone
+    in the output, ignoring case; the agent answered: 'Customer Support')``. The regex follows the
+    answer only when the words do not say all it asks; a regex encoding no plain answer is shown
+    as written."""
+    plain = expected_answer(fields.expected, fields.ignore_case)
+    if plain is None:
+        said = [*(["ignoring case"] if fields.ignore_case else []), answered]
+        return f"expected a match for the regex {shown_regex(fields.expected)} ({'; '.join(said)})"
+    return f"expected answer: {plain.text} ({'; '.join([*_described(plain, fields), answered])})"
 
 
-def _expected(fields: ExactFields) -> str:
-    """The expected pattern as a person reads it, with the answer it encodes when it is a plain one."""
-    case = ", ignoring case" if fields.ignore_case else ""
-    literal = _literal(fields.expected)
-    if literal is not None and literal != fields.expected:
-        return f"answer {literal!r} (the regex {fields.expected!r}{case})"
-    if literal is not None:
-        return f"answer {literal!r}{case}"
-    return f"regex {fields.expected!r}{case}"
+def _found(fields: ExactFields, matched: str) -> str:
+    plain = expected_answer(fields.expected, fields.ignore_case)
+    if plain is None:
+        return f"the output matched the regex {shown_regex(fields.expected)}: {matched!r}"
+    said = _described(plain, fields)
+    if matched not in plain.answers:
+        said.append(f"matched: {matched!r}")
+    return f"the output held the expected answer: {plain.text}" + (f" ({'; '.join(said)})" if said else "")
 
 
-def _literal(pattern: str) -> str | None:
-    """The text a regex matches when it matches one text only (word boundaries and anchors aside)."""
-    core = pattern.replace("\\b", "").removeprefix("^")
-    if core.endswith("$") and not core.endswith("\\$"):
-        core = core[:-1]
-    if not core or _REGEX_SYNTAX.search(re.sub(r"\\[^A-Za-z0-9\s]", "", core)):
-        return None
-    return re.sub(r"\\([^A-Za-z0-9\s])", r"\1", core)
+def _described(plain: ExpectedAnswer, fields: ExactFields) -> list[str]:
+    """The notes on a plain answer (where it stands, case), and the regex when they fall short."""
+    notes = ", ".join(plain.notes())
+    regex = [] if plain.exact else [f"the regex {shown_regex(fields.expected)}"]
+    return [*([notes] if notes else []), *regex]
 
 
-def _excerpt(text: str, limit: int = 400) -> str:
-    """The agent's final output, shortened to its last ``limit`` characters when longer."""
+def _answered(text: str, limit: int = 400) -> str:
+    """What the agent answered: its final output, or the last ``limit`` characters of a longer one."""
     text = text.strip()
     if not text:
-        return "(nothing: the final output was empty)"
-    return repr(text) if len(text) <= limit else f"...{text[-limit:]!r}"
+        return "the final output was empty"
+    if len(text) <= limit:
+        return f"the agent answered: {text!r}"
+    return f"the agent's output ended: ...{text[-limit:]!r}"
 
 
 def _not_empty(required: list[str]) -> list[str]:
@@ -136,7 +140,7 @@ class ChecklistScorer(Scorer):
             [*(["found: " + ", ".join(map(repr, found))] if found else []),
              *(["missing: " + ", ".join(map(repr, missing))] if missing else [])]
         )  # fmt: skip
-        feedback = self.allowed_feedback(
+        feedback = self.context.allowed_feedback(
             f"{len(found)} of {len(required)} required items in the output ({listed})",
             f"{len(found)} of {len(required)} required items in the output (the suite keeps them hidden)",
         )
@@ -183,7 +187,7 @@ class CommandScorer(Scorer):
             env = dict(
                 os.environ,
                 TASK_OUTPUT=str(output_file),
-                SKILLTUNE_SUITE=str(self.suite.root.resolve()),  # the command runs in the workspace
+                SKILLTUNE_SUITE=str(self.context.root.resolve()),  # the command runs in the workspace
                 SKILLTUNE_TASK_ID=task.id,
             )
             rc, lines = _run_group(fields.command, workspace, env, fields.timeout)
@@ -195,7 +199,7 @@ class CommandScorer(Scorer):
             checks.append("note: empty final output (skill-trainer scores it 0 without running the command)")
         said = "passed" if rc == 0 else "failed"
         shown = "" if rc == 0 else _relevant_output(lines)
-        feedback = self.allowed_feedback(
+        feedback = self.context.allowed_feedback(
             f"the scoring command `{fields.command}` exited {rc} ({said})"
             + (f"; its output ends:\n{shown}" if shown else ""),
             f"the scoring command exited {rc} ({said}; the suite keeps the command and its output hidden)",
@@ -268,21 +272,19 @@ class RubricScorer(Scorer):
 
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
         try:
-            raw = self.suite.rubric_module().score(
-                task.with_split(), workspace, self.suite.options.prompt_variant
-            )
+            raw = self.context.rubric().score(task.with_split(), workspace, self.context.prompt_variant)
         except Exception as exc:
             raise ScoringError(f"rubric.py score() raised {type(exc).__name__}: {exc}") from exc
         raw, note = _coerce_hard(raw)
         score = score_from_mapping(
             raw,
-            weight=self.suite.config.mixed_weight,
-            contract=self.suite.contract_hash,
+            weight=self.context.mixed_weight,
+            contract=self.context.contract,
             source="rubric.py score()",
-            policy=self.feedback_policy,
+            policy=self.context.feedback,
         )
         if note is not None:
-            warnings.warn(f"{self.suite.source}: rubric.py {note}", SkilltuneWarning, stacklevel=2)
+            warnings.warn(f"{self.context.root}: rubric.py {note}", SkilltuneWarning, stacklevel=2)
             score = score.model_copy(update={"checks": [*score.checks, f"warning: {note}"]})
         return score
 

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
+from skilltune.contracts import AgentResult, Task
 from skilltune.errors import ScoringError
 from skilltune.score.base import Score, Scored, Scorer
 from skilltune.stats.proportion import wilson
-
-if TYPE_CHECKING:
-    from skilltune.agents.base import AgentResult
-    from skilltune.suite import Task
 
 TRIGGER_FIELD = "should_trigger"
 
@@ -65,12 +62,12 @@ class TriggerScorer(Scorer):
             "decision_right" if right else "decision_wrong",
         ]
         if right:
-            feedback = self.allowed_feedback(
+            feedback = self.context.allowed_feedback(
                 f"the agent {did}, as it should for this prompt", "the load decision was right"
             )
         else:
             wanted = "should have loaded it" if should else "should not have loaded it"
-            feedback = self.allowed_feedback(
+            feedback = self.context.allowed_feedback(
                 f"the agent {did}; it {wanted} for this prompt",
                 f"the agent {did}, and that was the wrong decision for this prompt",
             )

@@ -10,18 +10,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from pydantic import ValidationError
 
+from skilltune.contracts import variant_prompt
 from skilltune.errors import UsageError
 from skilltune.score.base import Scorer
+from skilltune.score.context import ScoringContext
 from skilltune.score.registry import scorer_class
 from skilltune.skill import Candidate
 from skilltune.store import canonical_json, iter_tree
 from skilltune.suite.catalogue import catalogue_hash, read_catalogue
-from skilltune.suite.judge import JudgeSettings, contract_overrides, judge_settings
+from skilltune.suite.judge import JudgeSettings, contract_overrides, judge_block, judge_settings
 from skilltune.suite.model import SPLITS, SuiteConfig, SuiteOptions, Task
 from skilltune.validation import field_problems
 
@@ -112,15 +114,7 @@ class Suite(ABC):
 
     def prompt(self, task: Task) -> str:
         """The prompt the agent gets for ``task`` under the suite's prompt variant."""
-        prompt = task.prompt_for(self.options.prompt_variant)
-        if prompt is None:
-            variant = self.options.prompt_variant
-            raise UsageError(
-                f"{self.source}: task {task.id} has no prompt for the {variant} variant: give it "
-                f"'prompt' or 'prompt_{variant}', or run with --prompt-variant "
-                f"{'full' if variant == 'cheap' else 'cheap'}"
-            )
-        return prompt
+        return variant_prompt(task, self.options.prompt_variant, self.source)
 
     @property
     def name(self) -> str:
@@ -212,13 +206,27 @@ class Suite(ABC):
     @abstractmethod
     def scoring_mode(self, task: Task) -> str: ...
 
+    @cached_property
+    def scoring_context(self) -> ScoringContext:
+        """What this suite's scorers know of it (read once its options are set: the contract hash
+        depends on them)."""
+        return ScoringContext(
+            root=self.root,
+            contract=self.contract_hash,
+            mixed_weight=self.config.mixed_weight,
+            feedback=self.config.feedback,
+            prompt_variant=self.options.prompt_variant,
+            judge=MappingProxyType(judge_block(self.config.judge, self.options.judge_options)),
+            rubric=self.rubric_module,
+        )
+
     def scorer(self, task: Task) -> Scorer:
         mode = self.scoring_mode(task)
         if mode not in self._scorers:
             cls = scorer_class(mode)
             if cls is None:
                 raise UsageError(f"{self.source}: task {task.id} uses unknown scoring mode {mode!r}")
-            self._scorers[mode] = cls(self)
+            self._scorers[mode] = cls(self.scoring_context)
         return self._scorers[mode]
 
     def preflight(self, tasks: Iterable[Task]) -> None:

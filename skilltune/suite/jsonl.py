@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from skilltune.score.base import declared_fields, parse_fields, unknown_fields
 from skilltune.score.registry import scorer_class, scoring_modes
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
@@ -284,8 +285,8 @@ def scoring_problems(
     cls = scorer_class(mode) if isinstance(mode, str) else None
     if cls is None:
         return [f"unknown scoring mode {mode!r} (known: {', '.join(scoring_modes())})"], []
-    unknown = cls.unknown_fields(scoring)
-    declared = sorted(cls.declared_fields() or ())
+    unknown = unknown_fields(cls, scoring)
+    declared = sorted(declared_fields(cls) or ())
     warnings = [
         f"{mode} mode has no field {name!r} (its fields: {', '.join(declared) or 'none'}): it is ignored, "
         "as skill-trainer ignores it; fix the spelling or move data for backends beside 'scoring'"
@@ -293,7 +294,7 @@ def scoring_problems(
     ]
     known = {k: v for k, v in scoring.items() if k not in unknown}
     try:
-        cls.parse_fields(known)
+        parse_fields(cls, known)
     except ValidationError as exc:
         fields = {k: v for k, v in known.items() if k != "mode"}
         problems = field_problems(

@@ -148,8 +148,14 @@ def judge_settings(block: dict[str, Any] | None, overrides: dict[str, Any] | Non
 
     Keys of the block this model does not know are left out (``validate`` warned about them, and
     skill-trainer ignores them); an unknown override is refused."""
+    return JudgeSettings.model_validate(judge_block(block, overrides))
+
+
+def judge_block(block: dict[str, Any] | None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The judge block's known keys with ``--judge-opt`` overrides applied, not yet validated: what
+    ``JudgeSettings`` reads (and a scorer's ``ScoringContext.judge``)."""
     known = {k: v for k, v in (block or {}).items() if k in JudgeSettings.model_fields}
-    return JudgeSettings.model_validate({**known, **(overrides or {})})
+    return {**known, **(overrides or {})}
 
 
 def contract_overrides(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -18,20 +18,19 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
+from skilltune.contracts import AgentResult
 from skilltune.errors import ScoringError
 from skilltune.score.base import Score, Scorer, score_from_mapping
+from skilltune.score.context import ScoringContext
 from skilltune.store import iter_tree
 from skilltune.suite.base import Suite, load_module
 from skilltune.suite.checks import check_task
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, Problem, SuiteConfig, Task
 from skilltune.validation import field_problems
-
-if TYPE_CHECKING:
-    from skilltune.agents.base import AgentResult
 
 ENV_FILE = "env.py"
 PYENV_MODE = "pyenv"
@@ -52,7 +51,7 @@ class PythonSuite(Suite):
         super().__init__(source, module_path.parent, config, splits)
         self.module_path = module_path
         self.module = module
-        self._env_scorer = PythonEnvScorer(self)
+        self._env_scorer: PythonEnvScorer | None = None
 
     @property
     def name(self) -> str:
@@ -75,6 +74,8 @@ class PythonSuite(Suite):
         return PYENV_MODE
 
     def scorer(self, task: Task) -> Scorer:
+        if self._env_scorer is None:  # once the options are set: the context carries the contract hash
+            self._env_scorer = PythonEnvScorer(self.scoring_context, self.module, self.module_path.name)
         return self._env_scorer
 
     def prepare(self, task: Task, workspace: Path) -> None:
@@ -82,24 +83,26 @@ class PythonSuite(Suite):
 
 
 class PythonEnvScorer(Scorer):
-    """The env module's own ``score`` function."""
+    """The env module's own ``score`` function (``module``, the file ``name``d in messages)."""
 
     mode = PYENV_MODE
 
+    def __init__(self, context: ScoringContext, module: ModuleType, name: str) -> None:
+        super().__init__(context)
+        self.module = module
+        self.name = name
+
     def score(self, task: Task, workspace: Path, result: AgentResult) -> Score:
-        assert isinstance(self.suite, PythonSuite)
         try:
-            raw = self.suite.module.score(task, workspace, result)
+            raw = self.module.score(task, workspace, result)
         except Exception as exc:
-            raise ScoringError(
-                f"{self.suite.module_path.name} score() raised {type(exc).__name__}: {exc}"
-            ) from exc
+            raise ScoringError(f"{self.name} score() raised {type(exc).__name__}: {exc}") from exc
         return score_from_mapping(
             raw,
-            weight=self.suite.config.mixed_weight,
-            contract=self.suite.contract_hash,
-            source=f"{self.suite.module_path.name} score()",
-            policy=self.feedback_policy,
+            weight=self.context.mixed_weight,
+            contract=self.context.contract,
+            source=f"{self.name} score()",
+            policy=self.context.feedback,
         )
 
 
