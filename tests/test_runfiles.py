@@ -478,7 +478,7 @@ def test_a_schema_9_run_with_a_carried_step_reads_it_as_carried_and_resumes_as_i
     raw = json.loads(step.read_text())
     assert (raw["verdict"], raw["decision"]) == ("carried", "carry")
     for path in [*run.root.rglob("*.json"), run.journal_path]:
-        if ".git" in path.parts or "record.json" in path.name and "rollouts" not in path.parts:
+        if ".git" in path.parts or ("record.json" in path.name and "rollouts" not in path.parts):
             continue
         if path.name.endswith(".jsonl"):
             lines = [json.loads(line) | {"schema_version": 9} for line in path.read_text().splitlines()]

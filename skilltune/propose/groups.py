@@ -19,6 +19,7 @@ import re
 
 from skilltune.proposal import Focus, Trajectory
 from skilltune.runfiles import RolloutRecord
+from skilltune.score import expected_answer
 from skilltune.suite import Suite, Task
 from skilltune.textfmt import one_line
 
@@ -56,19 +57,16 @@ def _exact_key(task: Task, output: str, answers_shown: bool) -> str:
     if not answers_shown:
         return "exact:missing"
     expected = task.scoring.get("expected")
-    answer = _plain(expected) if isinstance(expected, str) else None
+    answer = (
+        expected_answer(expected, task.scoring.get("ignore_case") is True)
+        if isinstance(expected, str)
+        else None
+    )
     if answer is None:
         return "exact:missing"
-    if _words(answer) and _words(answer) in _words(output):
+    if any(_words(a) and _words(a) in _words(output) for a in answer.answers):
         return NOT_ALONE  # the right answer, with more around it than the task accepts
-    return f"answer:{answer}"
-
-
-def _plain(pattern: str) -> str | None:
-    """TEMPORARY until score's plain-answer extraction lands: padding and anchors stripped."""
-    core = re.sub(r"^\(\?i\)", "", pattern)
-    core = re.sub(r"\\[Wsb][*+]?\??|[\^$]", "", core)
-    return core if core and re.fullmatch(r"[\w .'-]+", core) else None
+    return "answer:" + " | ".join(answer.key)  # case-folded when case is ignored: one group per answer
 
 
 def _words(text: str) -> str:
