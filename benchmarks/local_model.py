@@ -113,11 +113,23 @@ def sizes() -> dict[str, int]:
     return {split: len(suite.tasks(split)) for split in ("train", "val", "test")}
 
 
+PROPOSALS = 4  # --proposals: the default
+EDITS = 4  # the most edits a step keeps (the edit budget's start): its leave-one-out screens
+
+
 def worst_case(
-    n: dict[str, int], steps: int, max_reps: int, test_reps: int, ceiling: bool = False
+    n: dict[str, int],
+    steps: int,
+    max_reps: int,
+    test_reps: int,
+    ceiling: bool = False,
+    proposals: int = PROPOSALS,
 ) -> dict[str, int]:
-    """Rollouts each phase may cost at most (``ceiling``: the mock proposer's run beside an analyst's)."""
-    step = min(BATCH, n["train"]) + 2 * n["val"] * max_reps
+    """Rollouts each phase may cost at most (``ceiling``: the mock proposer's run beside an analyst's):
+    a step's train batch, its screens (each proposal at most on the batch, the candidate and one
+    leave-one-out screen per edit) and its gate."""
+    screens = 1 if proposals == 1 else proposals + 1 + EDITS
+    step = min(BATCH, n["train"]) * (1 + screens) + 2 * n["val"] * max_reps
     train_run = n["val"] + steps * step + 2 * n["test"] * test_reps
     # The ceiling run shares S0's val baseline and test rollouts with the analyst's run (cache).
     extra = {"ceiling train": steps * step + n["test"] * test_reps} if ceiling else {}
@@ -142,14 +154,15 @@ def plan(
     max_reps: int,
     test_reps: int,
     analyst_s: float = 0.0,
+    proposals: int = PROPOSALS,
 ) -> tuple[int, int]:
     """The most steps (then the highest replicate cap) whose worst case fits the budget.
-    ``analyst_s``: the wall limit of an analyst call, paid once per step by the analyst's run
-    and its null twin (which then also has the mock proposer's ceiling run)."""
+    ``analyst_s``: the wall limit of an analyst call, paid once per ask (``proposals`` a step) by the
+    analyst's run and its null twin (which then also has the mock proposer's ceiling run)."""
 
     def cost(s: int, reps: int) -> float:
-        rollouts = sum(worst_case(n, s, reps, test_reps, ceiling=analyst_s > 0).values())
-        return rollouts * seconds + 2 * s * analyst_s
+        rollouts = sum(worst_case(n, s, reps, test_reps, ceiling=analyst_s > 0, proposals=proposals).values())
+        return rollouts * seconds + 2 * s * proposals * analyst_s
 
     for s in range(steps, 0, -1):
         for reps in range(max_reps, 2, -1):
@@ -255,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         default=900.0,
         help="--proposer api: wall limit of one analyst call, its one retry included",
     )
+    parser.add_argument(
+        "--proposals", type=int, default=PROPOSALS, help="asks to the proposer a step (train --proposals)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "runs" / "local-model"), help="where the runs go")
     parser.add_argument("--agent", default="openai", help=argparse.SUPPRESS)  # mock: a dry run of the flow
@@ -290,8 +306,12 @@ def main(argv: list[str] | None = None) -> int:
 
     seconds = HARNESS_S if args.agent == "mock" else measure(base_url, args.model, key, args.max_tokens)
     n = sizes()
-    steps, max_reps = plan(n, seconds, args.budget_min, args.steps, args.max_reps, args.test_reps, analyst_s)
-    worst = worst_case(n, steps, max_reps, args.test_reps, ceiling=args.proposer == "api")
+    steps, max_reps = plan(
+        n, seconds, args.budget_min, args.steps, args.max_reps, args.test_reps, analyst_s, args.proposals
+    )
+    worst = worst_case(
+        n, steps, max_reps, args.test_reps, ceiling=args.proposer == "api", proposals=args.proposals
+    )
     budget_s = args.budget_min * 60
     fixed_s = (worst["calibrate"] + worst["compare"] + worst["null compare"]) * seconds
     train_runs = 3 if args.proposer == "api" else 2
@@ -315,7 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         f"budget: {args.budget_min:g} min; worst case {sum(worst.values())} rollouts "
         f"(~{sum(worst.values()) * seconds / 60:.0f} min): "
         + ", ".join(f"{k} {v}" for k, v in worst.items())
-        + (f", {2 * steps} analyst call(s) <= {2 * steps * analyst_s / 60:.0f} min" if analyst_s else "")
+        + (
+            f", {2 * steps * args.proposals} analyst call(s) <= {2 * steps * args.proposals * analyst_s / 60:.0f} min"
+            if analyst_s
+            else ""
+        )
         + f"; each training run stops at {train_hours * 60:.0f} min"
     )
     sys.stdout.flush()  # fmt: skip
@@ -331,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         "proposer": args.proposer,
         "proposer_options": proposer_options,
         "max_steps": steps,
+        "proposals": args.proposals,
         "batch": BATCH,
         "test_reps": args.test_reps,
         "gate_options": {"max_reps": max_reps},
@@ -439,7 +464,8 @@ def main(argv: list[str] | None = None) -> int:
         "proposers": proposers,
         "seconds_per_rollout_measured": round(seconds, 2),
         "budget_min": args.budget_min,
-        "plan": {"steps": steps, "max_reps": max_reps, "batch": BATCH, "test_reps": args.test_reps, "worst_case": worst},
+        "plan": {"steps": steps, "max_reps": max_reps, "batch": BATCH, "test_reps": args.test_reps,
+                 "proposals": args.proposals, "worst_case": worst},
         "rollouts": made,
         "wall_s": {k: round(v, 1) for k, v in walls.items()} | {"total": round(total, 1)},
         "calibration": {"pass_rate": cal.pass_rate, "regime": cal.regime, "noise_sd": cal.noise_sd},

@@ -3,7 +3,9 @@
 Used by benchmarks/local_model.py to show how a real analyst's answers fared on their way to
 the gate: reflections.json holds the answer's edits and the edits dropped for citing no
 trajectory; merged_patch.json the edits applied to the candidate (which lint, the screen and the gate then settle) and those the merge or the
-growth cap dropped; step.json the gate's verdict.
+growth cap dropped; step.json the gate's verdict. A step with several asks (``--proposals``) lists
+each proposal in reflections.json: what was asked, its edits, its screen (fixed / broken train
+tasks) and its fate.
 """
 
 from __future__ import annotations
@@ -36,6 +38,24 @@ def step_summary(folder: Path) -> dict[str, Any]:
         ]
         out["proposed"] = len(answer.edits) + len(answer.dropped)
         out["dropped"] = [{"edit": d.edit.compact(), "reason": d.reason} for d in answer.dropped]
+    if reflections.is_file() and (several := ReflectionsFile.read(reflections)).proposals:
+        out["proposals"] = [
+            {
+                "ask": p.index,
+                "kind": p.kind,
+                "label": p.label,
+                "attempts": p.attempts,
+                "edits": [e.text[:160] for e in p.edits],
+                "status": p.status,
+                "reason": p.reason,
+                "fixed": len(p.screen.fixed) if p.screen else None,
+                "broke": len(p.screen.broke) if p.screen else None,
+            }
+            for p in several.proposals
+        ]
+        out["proposed"] = sum(len(p.edits) for p in several.proposals) + len(several.dropped)
+        out["screened"] = sum(p.screen is not None for p in several.proposals)
+        out["applied"] = len(several.edits)
     merged = folder / "merged_patch.json"
     if merged.is_file():
         patch = json.loads(merged.read_text())
@@ -60,6 +80,8 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
     calls = [c for s in steps for c in s["calls"]]
     return {
         "steps": steps,
+        "proposals": sum(len(s.get("proposals", [])) for s in steps),
+        "screened": sum(s.get("screened", 0) for s in steps),
         "proposed": sum(s["proposed"] for s in steps),
         "dropped": sum(len(s["dropped"]) for s in steps),
         "applied": sum(s["applied"] for s in steps),
@@ -72,7 +94,8 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
 
 def print_summary(label: str, summary: dict[str, Any]) -> None:
     print(
-        f"{label}: edits proposed {summary['proposed']}, dropped {summary['dropped']}, "
+        f"{label}: {summary['proposals']} proposal(s), {summary['screened']} screened; "
+        f"edits proposed {summary['proposed']}, dropped {summary['dropped']}, "
         f"merged into equal ones {summary['merged']}, "
         f"in candidates {summary['applied']}, kept {summary['kept']}; "
         f"{summary['analyst_calls']} analyst call(s), {summary['analyst_seconds']:g} s"
@@ -82,6 +105,14 @@ def print_summary(label: str, summary: dict[str, Any]) -> None:
             f"  {step['step']}: {step['proposed']} proposed, {step['applied']} in the candidate, "
             f"{step.get('verdict', '-')}"
         )
+        for p in step.get("proposals", []):
+            screen = f"fixed {p['fixed']}, broke {p['broke']}" if p["fixed"] is not None else "not screened"
+            print(
+                f"    ask {p['ask']} ({p['kind']}: {p['label'][:50]}; {p['attempts']} attempt(s)): {screen}; "
+                f"{p['status']}{' (' + p['reason'][:60] + ')' if p['reason'] else ''}: {p['edits'][:2]!r}"[
+                    :300
+                ]
+            )
         for drop in step["dropped"][:6]:
             print(f"    dropped: {drop['reason'][:100]}  <- {drop['edit'][:80]!r}")
         for call in step["calls"][:3]:
