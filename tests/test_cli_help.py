@@ -42,10 +42,18 @@ def _help(*words: str, env: dict[str, str] | None = None) -> str:
 
 
 def _row(output: str, flag: str) -> str:
-    """The help table's row of a flag (the wide terminal keeps it on one line)."""
-    rows = [line for line in output.splitlines() if line.lstrip("│ ").startswith(f"{flag} ")]
-    assert len(rows) == 1, (flag, rows)
-    return rows[0]
+    """The help table's row of a flag, on one line (the wide terminal wraps only a very long help
+    text: its lines are joined)."""
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.lstrip("│ ").startswith(f"{flag} ")]
+    assert len(starts) == 1, (flag, starts)
+    row = [lines[starts[0]]]
+    for line in lines[starts[0] + 1 :]:
+        text = line.strip("│ ")
+        if not line.startswith("│") or not text or text.startswith("-"):
+            break
+        row.append(text)
+    return " ".join(" ".join(part.strip("│ ").split()) for part in row)
 
 
 def _shown(value: Any) -> str:
