@@ -23,13 +23,15 @@ from pydantic import BaseModel
 from skilltune.errors import UsageError
 from skilltune.measure.compare import compare
 from skilltune.progress import PlainReporter, Reporter
+from skilltune.settings import MetaEvalSettings, PlantedSettings
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json, write_text
 from skilltune.suite import load_suite
 from skilltune.suite.jsonl import JsonlSuite
-from skilltune.training import train
+from skilltune.training import TrainResult, train
 
 RECOVERY = 2 / 3
+TEST_REPS = 3  # replicates of the held-out reference and of each run's final test
 _GENERIC_POOL = [
     {
         "id": "g1",
@@ -51,6 +53,13 @@ class MetaRun(BaseModel):
     best_test: float | None = None
     recovered: bool | None = None
     text_restored: bool | None = None
+
+    @classmethod
+    def of(cls, result: TrainResult, **measured: Any) -> MetaRun:
+        """A finished training run (its name, end, keeps and rollouts), with what its kind measured."""
+        run = Path(result.run_dir)
+        rollouts = len(list(run.rglob("record.json")))
+        return cls(run=run.name, state=result.state, kept=result.kept, rollouts=rollouts, **measured)
 
 
 class MetaEval(BaseModel):
@@ -89,16 +98,15 @@ def _runs_dir(out: Path, force: bool) -> Path:
 def planted(
     suite: str | Path,
     skill: str | Path,
+    settings: PlantedSettings | None = None,
     *,
     ablate_text: str,
     out: str | Path,
-    runs: int = 3,
-    test_reps: int = 3,
     force: bool = False,
     reporter: Reporter | None = None,
-    **settings: Any,
 ) -> MetaEval:
     """Train ``runs`` times from the ablated skill; did each run win the rule back?"""
+    chosen = settings or PlantedSettings()
     loaded = load_suite(suite)
     if not loaded.has_split("test"):
         raise UsageError(
@@ -109,28 +117,23 @@ def planted(
     out = _runs_dir(Path(out), force)
     seed.save(out / "planted-seed")
     write_text(out / "removed.txt", "\n".join(removed) + "\n")
-    agent = settings.get("agent", "mock")
     reference = compare(
-        loaded, {"ablated": seed, "good": good}, agent=agent, split="test", reps=test_reps,
-        out=out / "reference", agent_options=settings.get("agent_options"),
+        loaded, {"ablated": seed, "good": good}, agent=chosen.agent, split="test", reps=TEST_REPS,
+        out=out / "reference",
     )  # fmt: skip
     lost = (reference.arms["good"].mixed or 0.0) - (reference.arms["ablated"].mixed or 0.0)
-    base_seed = int(settings.pop("seed", 0))
     results = []
-    for k in range(runs):
+    for k in range(chosen.runs):
         result = train(
-            loaded.source, out / "planted-seed", tag=f"run{k}", runs_dir=str(out), seed=base_seed + k,
-            test_reps=test_reps, reporter=reporter or PlainReporter(quiet=True), **settings,
+            loaded.source, out / "planted-seed", tag=f"run{k}", runs_dir=str(out), seed=chosen.seed + k,
+            test_reps=TEST_REPS, reporter=reporter or PlainReporter(quiet=True), **chosen.train_settings(),
         )  # fmt: skip
         arms = result.comparison.arms if result.comparison else None
         gain = (arms["best"].mixed or 0.0) - (arms["S0"].mixed or 0.0) if arms else 0.0
         best_text = (out / f"run{k}" / "best_skill.md").read_text(encoding="utf-8")
         results.append(
-            MetaRun(
-                run=f"run{k}",
-                state=result.state,
-                kept=result.kept,
-                rollouts=len(list((out / f"run{k}").rglob("record.json"))),
+            MetaRun.of(
+                result,
                 seed_test=arms["S0"].mixed if arms else None,
                 best_test=arms["best"].mixed if arms else None,
                 recovered=lost > 0 and gain >= RECOVERY * lost,
@@ -181,14 +184,15 @@ def noise_suite(source: JsonlSuite, folder: Path) -> Path:
 def null(
     suite: str | Path,
     skill: str | Path,
+    settings: MetaEvalSettings | None = None,
     *,
     out: str | Path,
-    runs: int = 5,
     force: bool = False,
     reporter: Reporter | None = None,
-    **settings: Any,
 ) -> MetaEval:
-    """Train ``runs`` times on a pure-noise version of the suite; report the runs that kept anything."""
+    """Train ``runs`` times on a pure-noise version of the suite; report the runs that kept anything.
+    The noise lives in the mock agent: the proposer and the gate are under test."""
+    chosen = settings or MetaEvalSettings()
     loaded = load_suite(suite)
     if not isinstance(loaded, JsonlSuite):
         raise UsageError(
@@ -197,23 +201,13 @@ def null(
     load_skill(skill)
     out = _runs_dir(Path(out), force)
     noisy = noise_suite(loaded, out / "null-suite")
-    settings["agent"] = "mock"  # the noise lives in the mock agent; the proposer and the gate are under test
-    settings.pop("agent_options", None)
-    base_seed = int(settings.pop("seed", 0))
     results = []
-    for k in range(runs):
+    for k in range(chosen.runs):
         result = train(
-            noisy, skill, tag=f"run{k}", runs_dir=str(out), seed=base_seed + k,
-            reporter=reporter or PlainReporter(quiet=True), **settings,
+            noisy, skill, tag=f"run{k}", runs_dir=str(out), seed=chosen.seed + k, agent="mock",
+            reporter=reporter or PlainReporter(quiet=True), **chosen.train_settings(),
         )  # fmt: skip
-        results.append(
-            MetaRun(
-                run=f"run{k}",
-                state=result.state,
-                kept=result.kept,
-                rollouts=len(list((out / f"run{k}").rglob("record.json"))),
-            )
-        )
+        results.append(MetaRun.of(result))
     summary = {
         "runs_accepting": sum(r.kept > 0 for r in results) / len(results) if results else None,
         "accepts_per_run": sum(r.kept for r in results) / len(results) if results else None,

@@ -7,8 +7,9 @@ output folder that holds no older results, a runner per output folder, the execu
 cache. ``RolloutSession.open`` does all of it before anything is written, in that order; a
 command then asks it for jobs and runs them.
 
-``RolloutSettings`` is the one model of the settings those commands share (the agent, its
-options, the seed, workers, the executor and the cache), so a keyword is spelt and checked once.
+``RolloutSettings`` (skilltune/settings.py) is the one model of the settings those commands share
+(the agent, its options, the seed, workers, the executor, the cache, the sandbox), so a keyword is
+spelt and checked once; each command's settings model builds on it.
 A session holds its targets as a tuple: one today, several when a run tunes for several agents.
 """
 
@@ -22,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from skilltune.agents import AgentBackend, AgentOptions, get_backend, parse_agent_options
 from skilltune.errors import InfraFailure, SkilltuneWarning, UsageError
 from skilltune.execute import Executor, make_executor
@@ -31,44 +30,13 @@ from skilltune.rollout.cache import RolloutCache
 from skilltune.rollout.routes import JobRunner
 from skilltune.rollout.runner import RetryPolicy, RolloutJob, RolloutRunner, jobs_for
 from skilltune.rollout.workspace import check_placement, check_target, placed_prompts
-from skilltune.runfiles import AgentSpec, Phase, RolloutRecord
-from skilltune.sandbox import UNSEALED, SandboxChoice, Seal, resolve
+from skilltune.runfiles import Phase, RolloutRecord
+from skilltune.sandbox import UNSEALED, Seal, resolve
+from skilltune.settings import RolloutSettings
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
-from skilltune.validation import field_problems
 
 OnRecord = Callable[[RolloutRecord, int, int], None]  # (record, finished so far, jobs in all)
-
-
-class RolloutSettings(BaseModel):
-    """How a command's rollouts run. Unknown keys are refused (a misspelt keyword fails loudly)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    agent: str = "mock"
-    agent_options: dict[str, Any] = Field(default_factory=dict)
-    seed: int = 0
-    workers: int = Field(default=4, ge=1)
-    executor_kind: str = "local"
-    ray_address: str | None = None
-    cache: Path | None = None
-    fresh: bool = False
-    sandbox: SandboxChoice = "auto"  # seal each rollout's agent (skilltune/sandbox.py)
-
-    @classmethod
-    def of(cls, settings: RolloutSettings | None = None, **given: Any) -> RolloutSettings:
-        """``settings`` with the keywords in ``given`` applied (None values mean "not given")."""
-        given = {k: v for k, v in given.items() if v is not None}
-        try:
-            base = settings.model_dump() if settings is not None else {}
-            return cls.model_validate({**base, **given})
-        except ValidationError as exc:
-            problems = field_problems(exc, model=cls, noun="setting", unknown_hint="fix the spelling")
-            raise UsageError("\n".join(problems)) from None
-
-    def for_agent(self, spec: AgentSpec) -> RolloutSettings:
-        """These settings with ``spec``'s backend and options (the rest shared by every agent)."""
-        return self.model_copy(update={"agent": spec.agent, "agent_options": dict(spec.options)})
 
 
 @dataclass(frozen=True)
@@ -197,7 +165,7 @@ class RolloutSession:
         target = Target.of(settings.agent, settings.agent_options)
         for candidate in candidates:
             check_placement(candidate, target.backend, target.options.placement)
-        check_target(target.backend, target.options, tasks, candidates, settings.executor_kind, suite)
+        check_target(target.backend, target.options, tasks, candidates, settings.executor, suite)
         suite.preflight(list(tasks))  # a scorer that cannot work (a judge with no key) refuses here
         seal = resolve(settings.sandbox)  # --sandbox bwrap where bwrap cannot run refuses here
         warn_unsealed(seal, target.backend)
@@ -219,7 +187,7 @@ class RolloutSession:
         return make_executor(
             self.settings.workers,
             self.suite.config.max_concurrency,
-            self.settings.executor_kind,
+            self.settings.executor,
             self.settings.ray_address,
         )
 

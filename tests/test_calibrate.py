@@ -50,8 +50,8 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
 def test_an_unknown_metric_is_refused_before_any_rollout(tmp_path: Path) -> None:
     """The Python API's edge: calibrate(metric="bogus") is a UsageError naming the metrics, before
     anything runs (it ran every rollout, then failed with a KeyError on the first record)."""
-    with pytest.raises(UsageError, match="unknown metric 'bogus': use hard, soft or mixed"):
-        calibrate(MOCK_SUITE, MOCK_SKILL, reps=1, metric="bogus", out=tmp_path / "cal")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="setting metric: Input should be 'hard', 'soft' or 'mixed'"):
+        calibrate(MOCK_SUITE, MOCK_SKILL, reps=1, metric="bogus", out=tmp_path / "cal")
     assert not (tmp_path / "cal").exists()
 
 

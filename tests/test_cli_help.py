@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 import skilltune.runfiles
 from skilltune.cli import app
 from skilltune.cli.app import reflow
+from skilltune.cli.settings import SettingsCommand
 from skilltune.runfiles import TrainConfig
-from skilltune.runfiles.config import setting_flags
 from skilltune.training.config import MAY_CHANGE_ON_RESUME
-from tests.helpers import REPO
+from tests.helpers import MOCK_SKILL, MOCK_SUITE, REPO
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "400"}  # one row per option, one line per paragraph
@@ -42,10 +42,18 @@ def _help(*words: str, env: dict[str, str] | None = None) -> str:
 
 
 def _row(output: str, flag: str) -> str:
-    """The help table's row of a flag (the wide terminal keeps it on one line)."""
-    rows = [line for line in output.splitlines() if line.lstrip("│ ").startswith(f"{flag} ")]
-    assert len(rows) == 1, (flag, rows)
-    return rows[0]
+    """The help table's row of a flag, on one line (the wide terminal wraps only a very long help
+    text: its lines are joined)."""
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.lstrip("│ ").startswith(f"{flag} ")]
+    assert len(starts) == 1, (flag, starts)
+    row = [lines[starts[0]]]
+    for line in lines[starts[0] + 1 :]:
+        text = line.strip("│ ")
+        if not line.startswith("│") or not text or text.startswith("-"):
+            break
+        row.append(text)
+    return " ".join(" ".join(part.strip("│ ").split()) for part in row)
 
 
 def _shown(value: Any) -> str:
@@ -82,17 +90,46 @@ def test_long_help_wraps_between_words_at_100_columns() -> None:
     assert audit.rstrip(" │").endswith("Writes audit.json."), audit  # the summary is one line
 
 
-def test_every_train_setting_flag_shows_the_model_default_and_help() -> None:
-    output = _help("train")
-    names = [name for name in TrainConfig.model_fields if setting_flags(name)]
-    assert len(names) >= 30 and "suite" not in names and "edit_budget" not in names
+def _setting_commands() -> dict[tuple[str, ...], Any]:
+    """Every command whose setting flags are generated from a settings model."""
+    return {words: c for words, c in _commands().items() if isinstance(c, SettingsCommand)}
+
+
+def test_every_rollout_command_takes_its_settings_from_a_model() -> None:
+    models = {words: c.settings_model().__name__ for words, c in _setting_commands().items()}
+    assert models == {
+        ("run",): "RunSettings",
+        ("smoke",): "RolloutSettings",
+        ("calibrate",): "CalibrateSettings",
+        ("train",): "TrainConfig",
+        ("resume",): "TrainConfig",
+        ("compare",): "CompareSettings",
+        ("meta-eval", "planted"): "PlantedSettings",
+        ("meta-eval", "null"): "MetaEvalSettings",
+        ("judge", "check"): "RolloutSettings",
+        ("judge", "agreement"): "RolloutSettings",
+    }
+
+
+SETTING_COMMANDS = [("train",), ("run",), ("calibrate",), ("compare",), ("smoke",), ("meta-eval", "planted")]
+
+
+@pytest.mark.parametrize("words", SETTING_COMMANDS, ids="-".join)
+def test_every_setting_flag_shows_the_model_default_and_help(words: tuple[str, ...]) -> None:
+    command = _setting_commands()[words]
+    model = command.settings_model()
+    output = _help(*words)
+    names = [p.name for p in command.params if p.param_type_name == "option" and p.name in model.model_fields]
+    assert names == [n for n in model.flag_names() if n in names]  # in the model's order
+    if words == ("train",):
+        assert len(names) >= 30 and "suite" not in names and "edit_budget" not in names
     for name in names:
-        info = TrainConfig.model_fields[name]
-        row = _row(output, setting_flags(name)[0])
+        info = model.model_fields[name]
+        row = _row(output, model.flags(name)[0])
         assert info.description and info.description in row, (name, row)
         default = None if info.is_required() else info.get_default(call_default_factory=True)
         if isinstance(default, bool):
-            flag = setting_flags(name)[0].removeprefix("--")
+            flag = model.flags(name)[0].removeprefix("--")
             assert _shown(flag if default else f"no-{flag}") in row, (name, row)
         elif default not in (None, {}):
             assert _shown(default) in row, (name, row)
@@ -101,19 +138,54 @@ def test_every_train_setting_flag_shows_the_model_default_and_help() -> None:
             assert "[default:" not in row, row
 
 
-def test_literal_settings_offer_their_choices() -> None:
-    output = _help("train")
-    assert "<patch|rewrite>" in _row(output, "--mode")
-    assert "<hard|soft|mixed>" in _row(output, "--metric")
-    assert "<local|ray>" in _row(output, "--executor")
-    refused = runner.invoke(app, ["train", "examples/mock-demo/suite", "--mode", "rewirte"])
-    assert refused.exit_code == 2 and "rewirte" in refused.output
+@pytest.mark.parametrize("words", SETTING_COMMANDS[:5], ids="-".join)
+def test_literal_settings_offer_their_choices(words: tuple[str, ...]) -> None:
+    output = _help(*words)
+    assert "<auto|bwrap|none>" in _row(output, "--sandbox")
+    assert "<cheap|full>" in _row(output, "--prompt-variant")
+    if words != ("smoke",):
+        assert "<local|ray>" in _row(output, "--executor")
+    if words in (("calibrate",), ("compare",), ("train",)):
+        assert "<hard|soft|mixed>" in _row(output, "--metric")
+    if words in (("run",), ("calibrate",), ("compare",)):
+        assert "<train|val|test>" in _row(output, "--split")
+    if words == ("train",):
+        assert "<patch|rewrite>" in _row(output, "--mode")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "--skill", "SKILL", "--tag", "t", "--mode", "rewirte"],
+        ["run", "--skill", "SKILL", "--sandbox", "sealed"],
+        ["run", "--skill", "SKILL", "--executor", "dask"],
+        ["calibrate", "--skill", "SKILL", "--split", "dev"],
+        ["compare", "a=SKILL", "--no-skill", "--metric", "f1"],
+        ["compare", "a=SKILL", "--no-skill", "--prompt-variant", "short"],
+        ["smoke", "--skill", "SKILL", "--prompt-variant", "short"],
+        ["smoke", "--skill", "SKILL", "--sandbox", "sealed"],
+    ],
+    ids=lambda args: f"{args[0]}{args[-2]}",
+)
+def test_a_value_outside_the_choices_exits_2_naming_the_flag_and_writes_nothing(
+    tmp_path: Path, args: list[str]
+) -> None:
+    command, *rest = (a.replace("SKILL", str(MOCK_SKILL)) for a in args)
+    out = tmp_path / "out"
+    where = ["--runs-dir", str(out)] if command == "train" else ["--out", str(out)]
+    result = runner.invoke(app, [command, str(MOCK_SUITE), *rest, *where])
+    flag, value = args[-2:]
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{flag}'" in text and value in text and "Traceback" not in text, text
+    assert not out.exists()
 
 
 def test_a_changed_default_in_the_model_changes_the_help(monkeypatch: pytest.MonkeyPatch) -> None:
     class Changed(TrainConfig):
         max_steps: int = Field(default=17, ge=2, description="Steps to run, changed.")
         screen: bool = Field(default=False, description="Screen, changed.")
+        proposals: int = Field(default=2, ge=1, description="Proposals a step asks for.")  # a new setting
 
     before = _row(_help("train"), "--max-steps")
     assert _shown(10) in before and "[x>=1]" in before
@@ -122,6 +194,8 @@ def test_a_changed_default_in_the_model_changes_the_help(monkeypatch: pytest.Mon
     row = _row(output, "--max-steps")
     assert _shown(17) in row and "[x>=2]" in row and "Steps to run, changed." in row
     assert _shown("no-screen") in _row(output, "--screen")
+    added = _row(output, "--proposals")
+    assert _shown(2) in added and "[x>=1]" in added and "Proposals a step asks for." in added
     (train,) = [c for w, c in _commands().items() if w == ("train",)]
     params = {p.name: p for p in train.params}
     assert params["max_steps"].default == 17 and params["screen"].default is False
@@ -130,7 +204,7 @@ def test_a_changed_default_in_the_model_changes_the_help(monkeypatch: pytest.Mon
 def test_resume_offers_what_a_resume_may_change_without_defaults() -> None:
     output = _help("resume")
     for name in [*MAY_CHANGE_ON_RESUME, "agent_options", "proposer_options", "gate_options"]:
-        row = _row(output, setting_flags(name)[0])
+        row = _row(output, TrainConfig.flags(name)[0])
         assert "[default:" not in row, row  # a setting not given stays as the run had it
     for flag in ("--max-steps", "--batch", "--seed", "--mode"):
         assert f"{flag} " not in output
@@ -149,6 +223,7 @@ def test_the_flags_parse_into_the_run_config(tmp_path: Path) -> None:
         "--no-screen", "--budget-rollouts", "5000", "--budget-usd", "2.5", "--seed", "3",
         "--growth-cap", "0.25", "--patience", "2", "--cache", str(cache), "--findings", str(findings),
         "--agent-opt", "sleep_s=0", "--proposer-opt", "p_right=1.0", "--gate-opt", "max_reps=2", "-q",
+        "--executor", "local",  # a setting, not train()'s executor object (it crashed the run)
     ]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -158,6 +233,7 @@ def test_the_flags_parse_into_the_run_config(tmp_path: Path) -> None:
         "screen": False, "budget_rollouts": 5000, "budget_usd": 2.5, "seed": 3, "growth_cap": 0.25,
         "patience": 2, "workers": 3, "agent_options": {"crn": True, "sleep_s": 0},
         "proposer_options": {"p_right": 1.0}, "gate_options": {"max_reps": 2}, "mode": "patch",
+        "executor": "local",
     }  # fmt: skip
     assert {key: stored[key] for key in expected} == expected
     assert Path(stored["cache"]) == cache.resolve() and Path(stored["findings"]) == findings.resolve()

@@ -316,8 +316,8 @@ def test_compare_needs_two_arms(tmp_path: Path, cands: dict[str, Candidate | Non
 
 
 def test_compare_refuses_an_unknown_metric(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="unknown metric"):
-        compare(MOCK_SUITE, {"s": load_skill(MOCK_SKILL), "n": None}, metric="f1", out=tmp_path / "o")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="setting metric: Input should be 'hard', 'soft' or 'mixed'"):
+        compare(MOCK_SUITE, {"s": load_skill(MOCK_SKILL), "n": None}, metric="f1", out=tmp_path / "o")
     assert not (tmp_path / "o").exists()
 
 

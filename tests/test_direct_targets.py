@@ -358,7 +358,7 @@ def test_options_a_chat_call_cannot_honour_are_refused(tmp_path: Path, skills: d
                                    "--agent-opt", "model=claude-x", "--out", str(tmp_path / "x")])  # fmt: skip
     assert result.exit_code == 2 and "$ANTHROPIC_API_KEY" in result.output
     with pytest.raises(UsageError, match="--executor ray cannot run the openai target"):
-        evaluate(suite, skills["good"], agent="openai", out=tmp_path / "ray", executor_kind="ray",
+        evaluate(suite, skills["good"], agent="openai", out=tmp_path / "ray", executor="ray",
                  agent_options={"base_url": "http://127.0.0.1:9/v1", "model": "m"})  # fmt: skip
     assert not (tmp_path / "x").exists() and not (tmp_path / "ray").exists()
 

@@ -223,5 +223,5 @@ def test_several_agents_with_agent_opt_are_refused_on_the_command_line(tmp_path:
          "--agent", "a=mock", "--agent", "b=mock", "--agent-opt", "crn=true"],
     )  # fmt: skip
     assert result.exit_code == 2
-    assert "agent_options is ambiguous" in result.output and "Traceback" not in result.output
+    assert "--agent-opt is ambiguous" in result.output and "Traceback" not in result.output
     assert list(tmp_path.iterdir()) == []

@@ -173,6 +173,10 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str]] = {
     "skilltune.execute.local": ("test_executor.py", "the local executor: interrupts, draining, liveness"),
     "skilltune.review.leakage": ("test_audit.py", "the leakage check the audit runs"),
     "skilltune.meta_eval": ("test_calibrate.py", "the meta-evaluation calibrate runs"),
+    "skilltune.measure": (
+        "test_skilltrainer_compat.py",
+        "read_suite: the prompt variant the settings name reaches the agent and rubric.py",
+    ),
     "skilltune.proposal": ("test_propose_api.py", "the proposer's contract types, filled by the proposers"),
     "skilltune.progress": ("test_training.py", "the reporters whose lines the training tests read"),
 }

@@ -42,7 +42,7 @@ def _records(out: Path) -> dict[str, dict[str, object]]:
 def test_ray_gives_the_same_scores_as_local_workers(tmp_path: Path, ray_executor: RayExecutor) -> None:
     local = evaluate(MOCK_SUITE, MOCK_SKILL, split="val", reps=2, out=tmp_path / "local", workers=2)
     remote = evaluate(
-        MOCK_SUITE, MOCK_SKILL, split="val", reps=2, out=tmp_path / "ray", executor=ray_executor
+        MOCK_SUITE, MOCK_SKILL, split="val", reps=2, out=tmp_path / "ray", shared_executor=ray_executor
     )
     assert remote.per_task == local.per_task
     assert (remote.hard_acc, remote.mixed) == (local.hard_acc, local.mixed)
@@ -51,7 +51,8 @@ def test_ray_gives_the_same_scores_as_local_workers(tmp_path: Path, ray_executor
 
 def test_ray_compare_and_python_env_suites(tmp_path: Path, ray_executor: RayExecutor) -> None:
     from skilltune.measure.compare import build_comparison, run_arms
-    from skilltune.session import RolloutSession, RolloutSettings
+    from skilltune.session import RolloutSession
+    from skilltune.settings import RolloutSettings
     from skilltune.suite import load_suite
 
     suite = load_suite(MOCK_SUITE)
@@ -67,7 +68,11 @@ def test_ray_compare_and_python_env_suites(tmp_path: Path, ray_executor: RayExec
         PYENV_SUITE, PYENV_SUITE / "skill", split="train", out=tmp_path / "env-local", workers=1
     )
     env_ray = evaluate(
-        PYENV_SUITE, PYENV_SUITE / "skill", split="train", out=tmp_path / "env-ray", executor=ray_executor
+        PYENV_SUITE,
+        PYENV_SUITE / "skill",
+        split="train",
+        out=tmp_path / "env-ray",
+        shared_executor=ray_executor,
     )
     assert env_ray.per_task == env_local.per_task
 
@@ -75,11 +80,11 @@ def test_ray_compare_and_python_env_suites(tmp_path: Path, ray_executor: RayExec
 def test_ray_fills_and_reads_the_cache_on_the_driver(tmp_path: Path, ray_executor: RayExecutor) -> None:
     cache = tmp_path / "cache"
     first = evaluate(
-        MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "a", executor=ray_executor, cache=cache
+        MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "a", shared_executor=ray_executor, cache=cache
     )
     assert len(list(cache.rglob("record.json"))) == len(first.per_task)
     again = evaluate(
-        MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "b", executor=ray_executor, cache=cache
+        MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "b", shared_executor=ray_executor, cache=cache
     )
     assert again.per_task == first.per_task
     records = [json.loads(p.read_text()) for p in (tmp_path / "b").glob("rollouts/eval/*/*/record.json")]
@@ -114,7 +119,7 @@ def test_a_worker_that_dies_is_requeued_once_then_recorded_as_crashed(
         None,
         agent="claude",
         out=tmp_path / "out",
-        executor=ray_executor,
+        shared_executor=ray_executor,
         agent_options={"executable": str(killer), "wall_limit_s": 60},
         sandbox="none",  # sealed, the agent cannot reach its worker at all (it is alone in a PID namespace)
     )
@@ -123,7 +128,9 @@ def test_a_worker_that_dies_is_requeued_once_then_recorded_as_crashed(
     assert record["status"] == "crashed" and record["score"] is None and record["attempts"] == 2
     assert "Ray lost this rollout twice" in record["reason"]
     assert summary.contaminated and summary.statuses == {"crashed": 1}
-    after = evaluate(MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "after", executor=ray_executor)
+    after = evaluate(
+        MOCK_SUITE, MOCK_SKILL, split="test", out=tmp_path / "after", shared_executor=ray_executor
+    )
     assert after.n_scored == after.n_rollouts  # the executor still works
 
 
@@ -257,7 +264,9 @@ def test_ray_runs_several_agents_as_local_workers_do(tmp_path: Path, ray_executo
         AgentSpec(label="follows", agent="mock"),
         AgentSpec(label="stubborn", agent="mock", options={"ignores": ["quantify-impact", "detection-gap"]}),
     ]
-    on_ray = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "ray", executor=ray_executor)
+    on_ray = compare_agents(
+        MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "ray", shared_executor=ray_executor
+    )
     local = compare_agents(MOCK_SUITE, arms, agents, reps=1, out=tmp_path / "local", workers=2)
     assert on_ray.agents == local.agents
     for label in ("follows", "stubborn"):
@@ -285,7 +294,10 @@ def test_a_training_run_for_several_agents_on_ray_decides_as_local_workers_do(
         "test_reps": 1,
     }
     runs = {}
-    ways: list[tuple[str, dict[str, Any]]] = [("ray", {"executor": ray_executor}), ("local", {"workers": 2})]
+    ways: list[tuple[str, dict[str, Any]]] = [
+        ("ray", {"shared_executor": ray_executor}),
+        ("local", {"workers": 2}),
+    ]
     for name, how in ways:
         result = train(
             MOCK_SUITE, MOCK_SKILL, tag=name, runs_dir=str(tmp_path), agents=agents, reporter=quiet(),

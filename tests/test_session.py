@@ -16,7 +16,8 @@ from skilltune.measure.evaluate import evaluate
 from skilltune.rollout.routes import JobRunner
 from skilltune.rollout.runner import RolloutJob
 from skilltune.runfiles import RolloutRecord
-from skilltune.session import RolloutSession, RolloutSettings, Target
+from skilltune.session import RolloutSession, Target
+from skilltune.settings import RolloutSettings
 from skilltune.skill import load_skill
 from skilltune.suite import load_suite
 from tests.helpers import MOCK_SKILL, MOCK_SUITE, write_skill
@@ -25,7 +26,7 @@ from tests.helpers import MOCK_SKILL, MOCK_SUITE, write_skill
 def test_settings_refuse_an_unknown_keyword_by_name_and_keep_what_was_given() -> None:
     with pytest.raises(
         UsageError,
-        match=r"unknown setting 'wokers' \(known: agent, agent_options, cache, executor_kind, fresh",
+        match=r"unknown setting 'wokers' \(known: agent, agent_options, cache, executor, fresh",
     ):
         RolloutSettings.of(wokers=2)
     with pytest.raises(UsageError, match="setting workers: Input should be greater than or equal to 1"):
@@ -39,7 +40,7 @@ def test_an_unknown_keyword_of_the_api_is_refused_before_anything_is_written(tmp
     out = tmp_path / "out"
     with pytest.raises(UsageError, match="unknown setting 'agnet'"):
         evaluate(MOCK_SUITE, MOCK_SKILL, out=out, agnet="mock")
-    with pytest.raises(UsageError, match="--reps must be at least 1"):
+    with pytest.raises(UsageError, match="setting reps: Input should be greater than or equal to 1"):
         evaluate(MOCK_SUITE, MOCK_SKILL, out=out, reps=0)
     with pytest.raises(UsageError, match="unknown agent 'nope'"):
         compare(MOCK_SUITE, {"a": load_skill(MOCK_SKILL), "b": None}, out=out, agent="nope")
@@ -88,13 +89,13 @@ class CountingExecutor:
 
 
 def test_a_session_makes_its_executor_once_on_first_use_and_shares_it(tmp_path: Path) -> None:
-    EXECUTORS.register("counting", CountingExecutor)
+    EXECUTORS.register("local", CountingExecutor)  # a run-time registration wins over the entry point
     try:
         CountingExecutor.made = 0
         suite = load_suite(MOCK_SUITE)
         skill = load_skill(MOCK_SKILL)
         session = RolloutSession.open(
-            suite, RolloutSettings(executor_kind="counting", seed=7), tasks=suite.tasks("val"),
+            suite, RolloutSettings(executor="local", seed=7), tasks=suite.tasks("val"),
             candidates=[skill], out=tmp_path / "out",
         )  # fmt: skip
         assert CountingExecutor.made == 0  # nothing run yet: no executor (smoke runs none)
@@ -105,7 +106,7 @@ def test_a_session_makes_its_executor_once_on_first_use_and_shares_it(tmp_path: 
         assert all(r.seed == 7 for r in first + second)
         assert (tmp_path / "other" / "rollouts" / "eval" / "noskill").is_dir()
     finally:
-        EXECUTORS.unregister("counting")
+        EXECUTORS.unregister("local")
 
 
 def test_target_refusal_names_the_backend_limit(tmp_path: Path) -> None:

@@ -149,8 +149,16 @@ def test_an_unlisted_refs_file_in_a_workspace_is_a_leak(tmp_path: Path) -> None:
 @pytest.mark.parametrize("variant", ["cheap", "full"])
 def test_prompt_variant_reaches_agent_and_rubric(tmp_path: Path, probe: str, variant: str) -> None:
     suite_dir, skill_md = write_layout(tmp_path)
-    suite = load_suite(suite_dir, prompt_variant=variant)  # type: ignore[arg-type]
-    evaluate(suite, load_skill(skill_md), agent=probe, split="train", out=tmp_path / "out", workers=1)
+    # a suite path is read with the prompt variant the settings name (measure.read_suite)
+    evaluate(
+        suite_dir,
+        skill_md,
+        agent=probe,
+        split="train",
+        prompt_variant=variant,
+        out=tmp_path / "out",
+        workers=1,
+    )
     records = {
         r.task_id: (r, f) for r, f in (only_record(p.parent) for p in (tmp_path / "out").rglob("record.json"))
     }

@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("modelcalls",),
     ("proposal", "skill", "contracts"),
     ("stats",),
+    ("settings",),
     (
         "process",
         "sandbox",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from skilltune.runfiles import AgentSpec, RolloutRecord
-    from skilltune.session import RolloutSettings
+    from skilltune.skill import Candidate
 
 
 def reflow(text: str | None) -> str | None:
@@ -128,26 +128,6 @@ def show_warning(
         _show_other(message, category, filename, lineno, *args, **kwargs)
 
 
-def rollout_settings(
-    agent: str,
-    agent_opt: list[str] | None,
-    seed: int,
-    workers: int,
-    cache: Path | None,
-    fresh: bool,
-    executor: str,
-    ray_address: str | None,
-    sandbox: str = "auto",
-) -> RolloutSettings:
-    """The rollout settings ``run``, ``compare`` and ``calibrate`` take from the same flags."""
-    from skilltune.session import RolloutSettings
-
-    return RolloutSettings.of(
-        agent=agent, agent_options=parse_agent_opts(agent_opt), seed=seed, workers=workers, cache=cache,
-        fresh=fresh, executor_kind=executor, ray_address=ray_address, sandbox=sandbox,
-    )  # fmt: skip
-
-
 def option_value(value: str) -> Any:
     """An option's value: JSON when it parses (numbers, true, lists), else text (a list at commas)."""
     try:
@@ -246,22 +226,23 @@ def _root(
 SuiteArg = Annotated[
     Path, typer.Argument(help="Suite folder (train/val/test.jsonl + scoring.md) or a Python env (.py).")
 ]
-AgentOpt = Annotated[
-    str, typer.Option("--agent", "-a", help="Target agent backend (see `skilltune agents`).")
+SkillOpt = Annotated[
+    Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
 ]
-AgentsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--agent",
-        "-a",
-        help=f"Target agent {AGENT_SYNTAX} (repeatable: one column each in the transfer table; see "
-        "`skilltune agents`), e.g. --agent claude --agent codex:model=gpt-5.5 (default: mock).",
-    ),
-]
-AgentOpts = Annotated[
-    list[str] | None,
-    typer.Option("--agent-opt", help="Backend option key=value (repeatable), e.g. placement=system."),
-]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace results already in --out.")]
+NoProgressOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+
+
+def skill_or_none(skill: Path | None, no_skill: bool, without: str) -> Candidate | None:
+    """The skill of ``--skill``, or None for ``--no-skill`` (one of them, not both); ``without``
+    says what --no-skill does ("run the agent")."""
+    from skilltune.skill import load_skill
+
+    if skill is not None and no_skill:
+        raise UsageError("--skill and --no-skill exclude each other: give one")
+    if skill is None and not no_skill:
+        raise UsageError(f"give --skill DIR, or --no-skill to {without} without a skill")
+    return load_skill(skill) if skill is not None else None
 
 
 class progress_bar:
@@ -297,56 +278,3 @@ class progress_bar:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
-CacheOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--cache", help="A rollout cache folder shared between runs (finished rollouts are reused)."
-    ),
-]
-FreshOpt = Annotated[bool, typer.Option("--fresh", help="Run rollouts even when the cache holds them.")]
-SandboxOpt = Annotated[
-    str,
-    typer.Option(
-        "--sandbox",
-        help="Seal each rollout's agent: bwrap (it sees its workspace and the system folders only), none, "
-        "or auto (bwrap where it runs; see `skilltune agents`).",
-    ),
-]
-ExecutorOpt = Annotated[
-    str, typer.Option("--executor", help="Where rollouts run: local (worker threads) or ray.")
-]
-PromptVariantOpt = Annotated[
-    str,
-    typer.Option(
-        "--prompt-variant",
-        help="skill-trainer's prompt variant: cheap (prompt_cheap, else prompt) or full (prompt_full).",
-    ),
-]
-JudgeOpts = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--judge-opt",
-        help="Override a setting of the suite's judge key=value (repeatable), e.g. model=gpt-4.1, "
-        "api_key_env=MY_KEY; part of the scoring contract.",
-    ),
-]
-
-
-def load_suite_for(suite: Path, prompt_variant: str, judge_opt: list[str] | None) -> Any:
-    """The suite as a command reads it: its prompt variant and the judge overrides."""
-    from skilltune.suite import PROMPT_VARIANTS, load_suite
-
-    if prompt_variant not in PROMPT_VARIANTS:
-        raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
-    return load_suite(
-        suite,
-        prompt_variant=prompt_variant,  # type: ignore[arg-type]
-        judge_options=parse_agent_opts(judge_opt, "--judge-opt"),
-    )
-
-
-RayAddressOpt = Annotated[
-    str | None, typer.Option("--ray-address", help="A Ray cluster to join (default: a local instance).")
-]

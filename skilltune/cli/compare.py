@@ -8,35 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import (
-    AgentOpt,
-    AgentOpts,
-    AgentsOpt,
-    CacheOpt,
-    ExecutorOpt,
-    FreshOpt,
-    JudgeOpts,
-    PromptVariantOpt,
-    RayAddressOpt,
-    SandboxOpt,
-    SuiteArg,
-    Typer,
-    app,
-    guarded,
-    load_suite_for,
-    out,
-    parse_agent_opts,
-    parse_agent_specs,
-    progress_bar,
-    rollout_settings,
-)
+from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, Typer, app, guarded, out, progress_bar
+from skilltune.cli.settings import command_settings, settings_command
 from skilltune.errors import UsageError
-from skilltune.metric import Metric
 
 if TYPE_CHECKING:
     from skilltune.meta_eval import MetaEval
@@ -178,11 +157,13 @@ def _arm_skill(name: str, path: str) -> Candidate:
 
 
 @app.command(
+    cls=settings_command("CompareSettings"),
     epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo\n\n"
-    "Several agents (a transfer table): skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --agent follows=mock --agent stubborn=mock:ignores=quantify-impact,detection-gap,owned-action-items --out runs/compare-transfer"
+    "Several agents (a transfer table): skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --agent follows=mock --agent stubborn=mock:ignores=quantify-impact,detection-gap,owned-action-items --out runs/compare-transfer",
 )
 @guarded
 def compare(
+    ctx: typer.Context,
     suite: SuiteArg,
     arms: Annotated[
         list[str], typer.Argument(help="NAME=SKILL for each arm (a folder or instruction file).")
@@ -190,25 +171,11 @@ def compare(
     no_skill: Annotated[
         bool, typer.Option("--no-skill", help="Add the arm 'noskill': the agent without any skill.")
     ] = False,
-    agent: AgentsOpt = None,
-    split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
-    reps: Annotated[int, typer.Option(min=1, help="Replicates per task and arm.")] = 3,
-    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
-    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
-    metric: Annotated[Metric, typer.Option(help="hard, soft or mixed.")] = "mixed",
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
     ] = None,
-    agent_opt: AgentOpts = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
-    cache: CacheOpt = None,
-    fresh: FreshOpt = False,
-    sandbox: SandboxOpt = "auto",
-    executor: ExecutorOpt = "local",
-    ray_address: RayAddressOpt = None,
-    prompt_variant: PromptVariantOpt = "cheap",
-    judge_opt: JudgeOpts = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    force: ForceOpt = False,
+    quiet: NoProgressOpt = False,
 ) -> None:
     """Held-out comparison of skills: per-arm scores, paired differences with 95% CIs and verdicts.
 
@@ -217,9 +184,9 @@ def compare(
     """
     from skilltune.measure.compare import compare as skilltune_compare
     from skilltune.measure.transfer import TRANSFER_FILE, compare_agents
+    from skilltune.settings import CompareSettings
 
-    specs = parse_agent_specs(agent, agent_opt)
-    loaded = load_suite_for(suite, prompt_variant, judge_opt)
+    settings = command_settings(ctx, CompareSettings)
     candidates: dict[str, Candidate | None] = {}
     for spec in arms:
         name, sep, path = spec.partition("=")
@@ -230,17 +197,13 @@ def compare(
         candidates[name] = _arm_skill(name, path)
     if no_skill:
         candidates["noskill"] = None
-    target = out_dir or Path("runs") / f"compare-{split}-s{seed}"
-    settings = rollout_settings(
-        specs[0].agent, None, seed, workers, cache, fresh, executor, ray_address, sandbox
-    )
-    phase = "test" if split == "test" else "eval"
-    if len(specs) > 1:
+    target = out_dir or Path("runs") / f"compare-{settings.split}-s{settings.seed}"
+    phase = "test" if settings.split == "test" else "eval"
+    if settings.several:
         with progress_bar(quiet) as report:
             transfer = compare_agents(
-                loaded, candidates, specs, split=split, reps=reps, metric=metric, out=target,
-                force=force, on_record=report, settings=settings,
-            )  # fmt: skip
+                suite, candidates, settings.agents, settings, out=target, force=force, on_record=report
+            )
         print_transfer(transfer)
         out.print(
             f"\ntransfer table: {target / TRANSFER_FILE}\ncomparisons: {target}/<agent>/comparison.json"
@@ -248,10 +211,7 @@ def compare(
         )
         return
     with progress_bar(quiet) as report:
-        comparison = skilltune_compare(
-            loaded, candidates, split=split, reps=reps, metric=metric, out=target, force=force,
-            on_record=report, settings=settings.for_agent(specs[0]),
-        )  # fmt: skip
+        comparison = skilltune_compare(suite, candidates, settings, out=target, force=force, on_record=report)
     print_comparison(comparison)
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
@@ -263,19 +223,6 @@ meta_app = Typer(
     no_args_is_help=True,
 )
 app.add_typer(meta_app, name="meta-eval")
-
-MetaRuns = Annotated[int, typer.Option(min=1, help="Training runs.")]
-
-
-def _meta_settings(
-    agent: str, proposer: str, gate: str | None, max_steps: int, proposer_opt: list[str] | None, seed: int
-) -> dict[str, Any]:
-    settings: dict[str, Any] = {"agent": agent, "proposer": proposer, "max_steps": max_steps, "seed": seed}
-    if gate:
-        settings["gate"] = gate
-    if proposer_opt:
-        settings["proposer_options"] = parse_agent_opts(proposer_opt)
-    return settings
 
 
 def _print_meta(report: MetaEval, out_dir: Path) -> None:
@@ -302,59 +249,48 @@ def _print_meta(report: MetaEval, out_dir: Path) -> None:
     out.print(f"\nreport: {out_dir / 'meta_eval.json'}")
 
 
+MetaOut = Annotated[Path, typer.Option("--out", help="Output folder.")]
+
+
 @meta_app.command(
     "planted",
+    cls=settings_command("PlantedSettings"),
     epilog="Example: skilltune meta-eval planted examples/mock-demo/suite --skill examples/mock-demo/good-skill --ablate 'Quantify customer impact in numbers' --runs 2 --out runs/meta-planted",
 )
 @guarded
 def meta_planted(
+    ctx: typer.Context,
     suite: SuiteArg,
     skill: Annotated[Path, typer.Option("--skill", "-s", help="A good skill (the rule is removed from it).")],
     ablate_text: Annotated[str, typer.Option("--ablate", help="Text of the rule line(s) to remove.")],
-    runs: MetaRuns = 3,
-    agent: AgentOpt = "mock",
-    proposer: Annotated[str, typer.Option(help="Proposer under test.")] = "mock",
-    proposer_opt: Annotated[
-        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
-    ] = None,
-    gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1, help="Steps of each training run.")] = 6,
-    seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-planted"),
-    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
+    out_dir: MetaOut = Path("runs/meta-planted"),
+    force: ForceOpt = False,
 ) -> None:
     """Remove a rule from a good skill, train from there, and report whether runs win it back."""
     from skilltune import meta_eval
+    from skilltune.settings import PlantedSettings
 
-    settings = _meta_settings(agent, proposer, gate, max_steps, proposer_opt, seed)
-    report = meta_eval.planted(
-        suite, skill, ablate_text=ablate_text, out=out_dir, runs=runs, force=force, **settings
-    )
+    settings = command_settings(ctx, PlantedSettings)
+    report = meta_eval.planted(suite, skill, settings, ablate_text=ablate_text, out=out_dir, force=force)
     _print_meta(report, out_dir)
 
 
 @meta_app.command(
     "null",
+    cls=settings_command("MetaEvalSettings"),
     epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill --runs 3 --out runs/meta-null",
 )
 @guarded
 def meta_null(
+    ctx: typer.Context,
     suite: SuiteArg,
     skill: Annotated[Path, typer.Option("--skill", "-s", help="The seed skill.")],
-    runs: MetaRuns = 5,
-    proposer: Annotated[str, typer.Option(help="Proposer under test.")] = "mock",
-    proposer_opt: Annotated[
-        list[str] | None, typer.Option("--proposer-opt", help="Proposer option key=value.")
-    ] = None,
-    gate: Annotated[str | None, typer.Option(help="Gate (default: train's default).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1, help="Steps of each training run.")] = 6,
-    seed: Annotated[int, typer.Option(help="Seed of the first run (run k uses seed + k).")] = 0,
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/meta-null"),
-    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
+    out_dir: MetaOut = Path("runs/meta-null"),
+    force: ForceOpt = False,
 ) -> None:
     """Train on a pure-noise copy of the suite: every edit kept is a false accept."""
     from skilltune import meta_eval
+    from skilltune.settings import MetaEvalSettings
 
-    settings = _meta_settings("mock", proposer, gate, max_steps, proposer_opt, seed)
-    report = meta_eval.null(suite, skill, out=out_dir, runs=runs, force=force, **settings)
+    report = meta_eval.null(suite, skill, command_settings(ctx, MetaEvalSettings), out=out_dir, force=force)
     _print_meta(report, out_dir)

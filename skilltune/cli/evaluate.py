@@ -13,27 +13,19 @@ import typer
 from rich.table import Table
 
 from skilltune.cli.app import (
-    AgentOpt,
-    AgentOpts,
-    CacheOpt,
-    ExecutorOpt,
-    FreshOpt,
-    JudgeOpts,
-    PromptVariantOpt,
-    RayAddressOpt,
-    SandboxOpt,
+    ForceOpt,
+    NoProgressOpt,
+    SkillOpt,
     SuiteArg,
     app,
     err,
     guarded,
-    load_suite_for,
     out,
-    parse_agent_opts,
     progress_bar,
-    rollout_settings,
+    skill_or_none,
 )
-from skilltune.errors import SkilltuneError, UsageError
-from skilltune.metric import Metric
+from skilltune.cli.settings import command_settings, settings_command
+from skilltune.errors import SkilltuneError
 
 if TYPE_CHECKING:
     from skilltune.measure.evaluate import EvalSummary
@@ -73,53 +65,33 @@ def validate(
 
 
 @app.command(
-    epilog="Example: skilltune run examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --split val --reps 3 --out runs/demo-eval"
+    cls=settings_command("RunSettings"),
+    epilog="Example: skilltune run examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --split val --reps 3 --out runs/demo-eval",
 )
 @guarded
 def run(
+    ctx: typer.Context,
     suite: SuiteArg,
-    skill: Annotated[
-        Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
-    ] = None,
+    skill: SkillOpt = None,
     no_skill: Annotated[
         bool, typer.Option("--no-skill", help="Evaluate the agent without any skill.")
     ] = False,
-    agent: AgentOpt = "mock",
-    split: Annotated[str, typer.Option(help="train, val or test.")] = "val",
-    reps: Annotated[int, typer.Option(min=1, help="Replicates per task.")] = 1,
-    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
-    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default runs/eval-<skill>-<split>-s<seed>).")
     ] = None,
-    agent_opt: AgentOpts = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
-    cache: CacheOpt = None,
-    fresh: FreshOpt = False,
-    sandbox: SandboxOpt = "auto",
-    executor: ExecutorOpt = "local",
-    ray_address: RayAddressOpt = None,
-    prompt_variant: PromptVariantOpt = "cheap",
-    judge_opt: JudgeOpts = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    force: ForceOpt = False,
+    quiet: NoProgressOpt = False,
 ) -> None:
     """Evaluate one skill: one rollout per (task, replicate), a table, and summary.json."""
     from skilltune.measure.evaluate import evaluate
-    from skilltune.skill import load_skill
+    from skilltune.settings import RunSettings
 
-    if skill is not None and no_skill:
-        raise UsageError("--skill and --no-skill exclude each other: give one")
-    if skill is None and not no_skill:
-        raise UsageError("give --skill DIR, or --no-skill to run the agent without a skill")
-    loaded = load_suite_for(suite, prompt_variant, judge_opt)
-    candidate = load_skill(skill) if skill is not None else None
+    settings = command_settings(ctx, RunSettings)
+    candidate = skill_or_none(skill, no_skill, "run the agent")
     name = candidate.name if candidate else "noskill"
-    target = out_dir or Path("runs") / f"eval-{name}-{split}-s{seed}"
+    target = out_dir or Path("runs") / f"eval-{name}-{settings.split}-s{settings.seed}"
     with progress_bar(quiet) as report:
-        summary = evaluate(
-            loaded, candidate, split=split, reps=reps, out=target, force=force, on_record=report,
-            settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address, sandbox),
-        )  # fmt: skip
+        summary = evaluate(suite, candidate, settings, out=target, force=force, on_record=report)
     print_summary(summary)
     out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
 
@@ -166,14 +138,16 @@ def print_summary(summary: EvalSummary) -> None:
 
 
 @app.command(
-    epilog="Example: skilltune smoke examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock"
+    cls=settings_command(
+        "RolloutSettings", ("agent", "agent_options", "sandbox", "prompt_variant", "judge_options")
+    ),
+    epilog="Example: skilltune smoke examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock",
 )
 @guarded
 def smoke(
+    ctx: typer.Context,
     suite: SuiteArg,
     skill: Annotated[Path, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")],
-    agent: AgentOpt = "mock",
-    agent_opt: AgentOpts = None,
     out_dir: Annotated[
         Path | None,
         typer.Option(
@@ -181,28 +155,13 @@ def smoke(
             help="Keep the smoke rollouts here (default: a temporary folder, kept only on a failure).",
         ),
     ] = None,
-    prompt_variant: PromptVariantOpt = "cheap",
-    judge_opt: JudgeOpts = None,
-    sandbox: SandboxOpt = "auto",
 ) -> None:
     """Preflight (requirements, tools, agent CLI, judge, sandbox) and one rollout per split, with a
     canary planted beside the suite; exit 1 on any problem."""
     from skilltune.measure.smoke import smoke as run_smoke
+    from skilltune.settings import RolloutSettings
 
-    if prompt_variant not in ("cheap", "full"):
-        raise UsageError(f"--prompt-variant {prompt_variant!r}: use cheap or full")
-    if sandbox not in ("auto", "bwrap", "none"):
-        raise UsageError(f"--sandbox {sandbox!r}: use auto, bwrap or none")
-    report = run_smoke(
-        suite,
-        skill,
-        agent=agent,
-        agent_options=parse_agent_opts(agent_opt),
-        out=out_dir,
-        prompt_variant=prompt_variant,  # type: ignore[arg-type]
-        judge_options=parse_agent_opts(judge_opt, "--judge-opt"),
-        sandbox=sandbox,  # type: ignore[arg-type]
-    )
+    report = run_smoke(suite, skill, command_settings(ctx, RolloutSettings), out=out_dir)
     for check in report.checks:
         mark = "[green]ok  [/green]" if check.ok else "[red]FAIL[/red]"
         out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""), markup=True)
@@ -273,52 +232,32 @@ def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single inst
 
 
 @app.command(
-    epilog="Example: skilltune calibrate examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --reps 3 --out runs/calibrate-demo"
+    cls=settings_command("CalibrateSettings"),
+    epilog="Example: skilltune calibrate examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --reps 3 --out runs/calibrate-demo",
 )
 @guarded
 def calibrate(
+    ctx: typer.Context,
     suite: SuiteArg,
-    skill: Annotated[
-        Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
-    ] = None,
+    skill: SkillOpt = None,
     no_skill: Annotated[
         bool, typer.Option("--no-skill", help="Calibrate the agent without any skill.")
     ] = False,
-    agent: AgentOpt = "mock",
-    split: Annotated[str, typer.Option(help="train, val or test.")] = "val",
-    reps: Annotated[int, typer.Option(min=1, help="Replicates per task.")] = 3,
-    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
-    workers: Annotated[int, typer.Option(min=1, help="Parallel rollouts.")] = 4,
-    metric: Annotated[Metric, typer.Option(help="hard, soft or mixed (the gate's metric).")] = "mixed",
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default runs/calibrate-<skill>-<split>).")
     ] = None,
-    agent_opt: AgentOpts = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace results already in --out.")] = False,
-    cache: CacheOpt = None,
-    fresh: FreshOpt = False,
-    sandbox: SandboxOpt = "auto",
-    executor: ExecutorOpt = "local",
-    ray_address: RayAddressOpt = None,
-    prompt_variant: PromptVariantOpt = "cheap",
-    judge_opt: JudgeOpts = None,
+    force: ForceOpt = False,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
     from skilltune.measure.calibrate import calibrate as skilltune_calibrate
-    from skilltune.skill import load_skill
+    from skilltune.settings import CalibrateSettings
     from skilltune.textfmt import fmt
 
-    if skill is not None and no_skill:
-        raise UsageError("--skill and --no-skill exclude each other: give one")
-    if skill is None and not no_skill:
-        raise UsageError("give --skill DIR, or --no-skill to calibrate the agent without a skill")
-    loaded = load_suite_for(suite, prompt_variant, judge_opt)
-    candidate = load_skill(skill) if skill is not None else None
+    settings = command_settings(ctx, CalibrateSettings)
+    split, reps, metric = settings.split, settings.reps, settings.metric
+    candidate = skill_or_none(skill, no_skill, "calibrate the agent")
     target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
-    result = skilltune_calibrate(
-        loaded, candidate, split=split, reps=reps, metric=metric, out=target, force=force,
-        settings=rollout_settings(agent, agent_opt, seed, workers, cache, fresh, executor, ray_address, sandbox),
-    )  # fmt: skip
+    result = skilltune_calibrate(suite, candidate, settings, out=target, force=force)
     table = Table(
         title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"
     )

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import JudgeOpts, PromptVariantOpt, SuiteArg, Typer, app, guarded, load_suite_for, out
+from skilltune.cli.app import SuiteArg, Typer, app, guarded, out
+from skilltune.cli.settings import command_settings, settings_command
 from skilltune.metric import Metric
+
+if TYPE_CHECKING:
+    from skilltune.suite import Suite
 
 judge_app = Typer(
     help="Judged suites: readiness of the judge, and how much its verdicts vary.",
@@ -19,16 +23,24 @@ judge_app = Typer(
 app.add_typer(judge_app, name="judge")
 
 
+def _judged_suite(ctx: typer.Context, suite: Path) -> Suite:
+    from skilltune.measure import read_suite
+    from skilltune.settings import RolloutSettings
+
+    return read_suite(suite, command_settings(ctx, RolloutSettings))
+
+
 @judge_app.command(
     "check",
+    cls=settings_command("RolloutSettings", ("judge_options",)),
     epilog="Example: skilltune judge check examples/judged-reviews/suite --judge-opt base_url=http://127.0.0.1:8080/v1",
 )
 @guarded
-def check(suite: SuiteArg, judge_opt: JudgeOpts = None) -> None:
+def check(ctx: typer.Context, suite: SuiteArg) -> None:
     """Is the judge ready? Its settings, client, key source, judge.md, references per split (exit 1: not ready)."""
     from skilltune.judge.check import judge_check
 
-    report = judge_check(load_suite_for(suite, "cheap", judge_opt))
+    report = judge_check(_judged_suite(ctx, suite))
 
     def mark(ok: bool) -> str:
         return "[green]ok  [/green]" if ok else "[red]FAIL[/red]"
@@ -55,10 +67,12 @@ def check(suite: SuiteArg, judge_opt: JudgeOpts = None) -> None:
 
 @judge_app.command(
     "agreement",
+    cls=settings_command("RolloutSettings", ("prompt_variant", "judge_options")),
     epilog="Example: skilltune judge agreement examples/judged-reviews/suite --rollouts runs/reviews-eval --samples 4",
 )
 @guarded
 def agreement(
+    ctx: typer.Context,
     suite: SuiteArg,
     rollouts: Annotated[
         Path,
@@ -75,13 +89,11 @@ def agreement(
             "--out", help="Where the verdicts and agreement.json go (default runs/agreement-<suite>)."
         ),
     ] = None,
-    prompt_variant: PromptVariantOpt = "cheap",
-    judge_opt: JudgeOpts = None,
 ) -> None:
     """Re-judge finished rollouts: verdict agreement, spread of soft, the judge's share of the gate's noise."""
     from skilltune.judge.agreement import judge_agreement
 
-    loaded = load_suite_for(suite, prompt_variant, judge_opt)
+    loaded = _judged_suite(ctx, suite)
     target = out_dir or Path("runs") / f"agreement-{rollouts.resolve().name}"
     report = judge_agreement(loaded, rollouts, out=target, samples=samples, metric=metric)
     noise = report.noise

@@ -1,31 +1,36 @@
-"""The run-setting flags of ``train`` and ``resume``, generated from TrainConfig's fields."""
+"""The setting flags of a command, generated from its settings model's fields (skilltune/settings.py,
+TrainConfig): one generator for train, resume, run, calibrate, compare, smoke and judge's commands."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, get_args, get_origin
 
 import typer
 
 from skilltune.cli.app import Command, bare_flags, parse_agent_opts, parse_agent_specs
-from skilltune.errors import UsageError
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
 
+    from skilltune.settings import Settings
+
+    S = TypeVar("S", bound=Settings)
+
 _GIVEN = "skilltune.settings"  # ctx.meta key: the settings given on the command line
 
 
-def _option(name: str, info: FieldInfo, panel: str, show_default: bool) -> inspect.Parameter:
+def _option(
+    flags: list[str], name: str, info: FieldInfo, panel: str, show_default: bool
+) -> inspect.Parameter:
     """The Typer parameter of one setting: a flag with the field's default, or key=value pairs for a table."""
     import annotated_types
 
-    from skilltune.runfiles.config import setting_flags
-
     spec = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-    flags = setting_flags(name)
     annotation: Any = info.annotation
     # a required setting (skill, tag) may come from --config: its flag is optional
     default = None if info.is_required() else info.get_default(call_default_factory=True)
@@ -54,20 +59,17 @@ def _option(name: str, info: FieldInfo, panel: str, show_default: bool) -> inspe
     )
 
 
-def setting_options(names: Callable[[], list[str]], panel: str, show_default: bool) -> list[Any]:
-    """Typer's parameters for the named settings, in the model's order."""
-    from skilltune.runfiles import TrainConfig
-
-    wanted = set(names())
-    fields = TrainConfig.model_fields
+def setting_options(model: type[Settings], names: list[str], panel: str, show_default: bool) -> list[Any]:
+    """Typer's parameters for the named settings of ``model``, in that order."""
+    fields = model.model_fields
     signature = inspect.Signature(
-        [_option(name, info, panel, show_default) for name, info in fields.items() if name in wanted]
+        [_option(model.flags(name), name, fields[name], panel, show_default) for name in names]
     )
 
     def settings(**given: Any) -> None:
         """Only its signature is read: Typer turns it into parameters."""
 
-    settings.__signature__ = signature  # type: ignore[attr-defined]
+    settings.__signature__ = signature  # type: ignore[attr-defined]  # Typer reads a function's parameters from its signature
     holder = typer.Typer(add_completion=False)
     holder.command()(settings)
     params = list(typer.main.get_command(holder).params)
@@ -75,36 +77,25 @@ def setting_options(names: Callable[[], list[str]], panel: str, show_default: bo
     return params
 
 
-def flag_settings() -> list[str]:
-    """Every setting that has a flag (not the SUITE argument, nor what only --config sets)."""
-    from skilltune.runfiles import TrainConfig
-    from skilltune.runfiles.config import setting_flags
-
-    return [name for name in TrainConfig.model_fields if setting_flags(name)]
-
-
-def resumable_settings() -> list[str]:
-    """What a resume may change, and the option tables whose redacted secrets it takes again."""
-    from skilltune.training.config import MAY_CHANGE_ON_RESUME, SECRET_TABLES
-
-    return [*MAY_CHANGE_ON_RESUME, *SECRET_TABLES]
-
-
 class SettingsCommand(Command):
-    """A command with a flag per run setting (``names``), generated from the model when first needed.
+    """A command with a flag per setting of its model, generated when first needed.
 
-    Each flag's names, default, choices (a ``Literal``), range (``ge``/``le``) and help come from
-    the field (its default, description and ``_cli`` spec in skilltune/runfiles/config.py), so
-    the model is the one place a setting is defined. The flags are built the first time the
-    command's parameters are needed (its ``--help``, or running it): ``skilltune --version``,
-    ``--help`` and ``validate`` never import the model.
+    ``model`` names the settings model (``module:Class``, imported when the flags are built: its
+    ``--help`` or running it; ``skilltune --version``, ``--help`` and ``validate`` never import it);
+    ``only`` keeps some of its settings (default: every one with a flag, in ``flag_names`` order).
+    ``settings_command`` makes the class of a command.
+    Each flag's names, default, choices (a ``Literal``), range (``ge``/``le``) and help come from the
+    field (its default, description and ``cli()`` spec), so the model is the one place a setting is
+    defined, for the command line and the Python API alike.
 
     Running it, the settings given on the command line (not the defaults) reach the callback
-    through ``given_settings(ctx)``: a flag's default is the model's, shown in ``--help``, and a
-    setting not given stays unset, so ``--config`` or the stored run supplies it.
+    through ``given_settings(ctx)`` (or, as the model, ``command_settings``): a flag's default is
+    the model's, shown in ``--help``, and a setting not given stays unset, so the model, ``--config``
+    or the stored run supplies it.
     """
 
-    names: ClassVar[Callable[[], list[str]]] = staticmethod(flag_settings)
+    model: ClassVar[str] = "skilltune.runfiles:TrainConfig"
+    only: ClassVar[Collection[str] | None] = None
     panel: ClassVar[str] = "Settings"
     show_default: ClassVar[bool] = True
 
@@ -113,12 +104,23 @@ class SettingsCommand(Command):
         self._declared: list[Any] = []
         super().__init__(*args, **kwargs)
 
+    @classmethod
+    def settings_model(cls) -> type[Settings]:
+        module, _, name = cls.model.partition(":")
+        model: type[Settings] = getattr(importlib.import_module(module), name)
+        return model
+
+    @classmethod
+    def names(cls, model: type[Settings]) -> list[str]:
+        """The settings that get a flag, in ``--help``'s order."""
+        return [name for name in model.flag_names() if cls.only is None or name in cls.only]
+
     @property
     def params(self) -> list[Any]:
         if self._settings is None:
-            self._settings = setting_options(type(self).names, self.panel, self.show_default)
-            after = sum(1 for p in self._declared if p.param_type_name == "argument")
-            self._declared[after:after] = self._settings
+            model = self.settings_model()
+            self._settings = setting_options(model, self.names(model), self.panel, self.show_default)
+            self._declared.extend(self._settings)
         return self._declared
 
     @params.setter
@@ -137,42 +139,58 @@ class SettingsCommand(Command):
 
 
 class ResumeCommand(SettingsCommand):
-    """``resume``: flags for the settings a resume may change; one not given stays as the run had it
-    (so no default is shown)."""
+    """``resume``: flags for the settings a resume may change, and the option tables whose redacted
+    secrets it takes again; one not given stays as the run had it (so no default is shown)."""
 
-    names = staticmethod(resumable_settings)
     panel = "Settings a resume may change"
     show_default = False
 
+    @classmethod
+    def names(cls, model: type[Settings]) -> list[str]:
+        from skilltune.training.config import MAY_CHANGE_ON_RESUME, SECRET_TABLES
+
+        return [name for name in model.flag_names() if name in {*MAY_CHANGE_ON_RESUME, *SECRET_TABLES}]
+
+
+@functools.cache
+def settings_command(model: str, only: tuple[str, ...] | None = None) -> type[SettingsCommand]:
+    """The command class whose flags are ``model``'s settings (``module:Class``; a bare name is a
+    model of skilltune/settings.py), or those of them in ``only``."""
+    path = model if ":" in model else f"skilltune.settings:{model}"
+    return type(f"{path.rpartition(':')[2]}Command", (SettingsCommand,), {"model": path, "only": only})
+
 
 def given_settings(ctx: typer.Context) -> dict[str, Any]:
-    """The settings given as flags, as TrainConfig takes them: paths as text, tables as dicts."""
-    from skilltune.runfiles.config import setting_flags
-
+    """The settings given as flags, as the model takes them: paths as text, tables as dicts, and a
+    repeatable ``--agent`` as one agent (``agent``, its options in ``agent_options``) or several
+    (``agents``), with ``--agent-opt`` merged into the only one."""
+    if not isinstance(ctx.command, SettingsCommand):
+        raise TypeError(f"{ctx.command.name} has no setting flags: it is no SettingsCommand")
+    model = ctx.command.settings_model()
+    given = dict(ctx.meta.get(_GIVEN, {}))
     settings: dict[str, Any] = {}
-    agents: dict[str, Any] = {}
-    for name, value in ctx.meta.get(_GIVEN, {}).items():
-        if name == "agent":
-            agents = agent_settings(list(value))
-        elif isinstance(value, list | tuple):
-            settings[name] = parse_agent_opts(list(value), setting_flags(name)[0])
+    agents = given.get("agent")
+    if isinstance(agents, list | tuple):  # a repeatable --agent
+        given.pop("agent")
+        settings = agent_settings(list(agents), given.pop("agent_options", None))
+    for name, value in given.items():
+        if isinstance(value, list | tuple):
+            settings[name] = parse_agent_opts(list(value), model.flags(name)[0])
         else:
             settings[name] = str(value) if isinstance(value, Path) else value
-    if "agent_options" in agents and "agent_options" in settings:
-        twice = sorted(set(agents["agent_options"]) & set(settings["agent_options"]))
-        if twice:
-            raise UsageError(
-                f"agent option {twice[0]!r} is given both in --agent and in --agent-opt: keep one"
-            )
-        agents["agent_options"] |= settings["agent_options"]
-    return settings | agents
+    return settings
 
 
-def agent_settings(values: list[str]) -> dict[str, Any]:
-    """``--agent`` given once (``agent``, with its options in ``agent_options``: a run as before) or
-    more than once (``agents``: a run that tunes for several agents)."""
-    specs = parse_agent_specs(values, None)
+def agent_settings(values: list[str], agent_opt: list[str] | None = None) -> dict[str, Any]:
+    """``--agent`` given once (``agent``, with its options and ``--agent-opt``'s in ``agent_options``:
+    a run as before) or more than once (``agents``: a run that tunes for several agents)."""
+    specs = parse_agent_specs(values, agent_opt)
     if len(specs) == 1:
         spec = specs[0]
         return {"agent": spec.agent} | ({"agent_options": dict(spec.options)} if spec.options else {})
     return {"agents": [spec.model_dump(mode="json") for spec in specs]}
+
+
+def command_settings(ctx: typer.Context, model: type[S]) -> S:
+    """The command's settings: ``model`` with the flags given applied (UsageError: what it refuses)."""
+    return model.of(**given_settings(ctx))

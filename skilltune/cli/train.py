@@ -12,7 +12,7 @@ from rich.table import Table
 
 from skilltune.cli.app import SuiteArg, app, err, guarded, out
 from skilltune.cli.compare import print_comparison
-from skilltune.cli.settings import ResumeCommand, SettingsCommand, given_settings
+from skilltune.cli.settings import ResumeCommand, given_settings, settings_command
 from skilltune.errors import UsageError
 from skilltune.textfmt import one_line
 
@@ -173,7 +173,7 @@ def print_gate_share(run_dir: Path) -> None:
 
 
 @app.command(
-    cls=SettingsCommand,
+    cls=settings_command("skilltune.runfiles:TrainConfig"),
     epilog="Example: skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --proposer mock --tag demo --max-steps 8 --seed 1",
 )
 @guarded

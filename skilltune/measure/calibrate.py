@@ -17,15 +17,16 @@ from pydantic import BaseModel
 
 from skilltune.gate import suite_size_notes, val_size_notes
 from skilltune.judge.noise import JudgeNoise
+from skilltune.measure import read_suite
 from skilltune.measure.evaluate import evaluate
-from skilltune.metric import Metric, as_metric
-from skilltune.session import RolloutSettings
+from skilltune.metric import Metric
+from skilltune.settings import CalibrateSettings
 from skilltune.skill import Candidate
 from skilltune.stats import sample_sd, tasks_to_accept
 from skilltune.stats.alpha import RunAlpha
 from skilltune.stats.regime import FLAKY_SD, Regime, regime_of
 from skilltune.store import read_json, write_json
-from skilltune.suite import Suite, load_suite
+from skilltune.suite import Suite
 
 CALIBRATION_SCHEMA_VERSION = 2  # 2: gate_levels, tasks_to_accept
 DEFAULT_ALPHA = 0.05  # train's defaults: the run-wide alpha and its decisions (10 steps, 2 epoch updates)
@@ -105,22 +106,21 @@ def levers(regime: Regime | None, flaky: list[str], flat: list[str], n_tasks: in
 def calibrate(
     suite: Suite | Path | str,
     skill: Candidate | Path | str | None,
+    settings: CalibrateSettings | None = None,
     *,
-    split: str = "val",
-    reps: int = 3,
-    metric: Metric = "mixed",
     out: Path | str,
     force: bool = False,
-    settings: RolloutSettings | None = None,
     **given: Any,
 ) -> Calibration:
     """Evaluate ``skill`` with ``reps`` replicates and write ``out/calibration.json``.
 
-    ``settings`` and the keywords in ``given`` are a RolloutSettings, as ``evaluate`` takes them.
+    ``settings`` and ``given`` as ``evaluate`` takes them, for a CalibrateSettings (its ``metric``
+    too: checked before any rollout runs).
     """
-    metric = as_metric(metric)  # before any rollout runs
-    suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    summary = evaluate(suite, skill, split=split, reps=reps, out=out, force=force, settings=settings, **given)
+    chosen = CalibrateSettings.of(settings, **given)
+    split, reps, metric = chosen.split, chosen.reps, chosen.metric
+    suite = read_suite(suite, chosen)
+    summary = evaluate(suite, skill, chosen, out=out, force=force)
     out = Path(out)
     values: dict[str, list[float]] = {}
     hards: dict[str, list[int]] = {}

@@ -14,16 +14,18 @@ from typing import Any
 
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
-from skilltune.metric import Metric, as_metric
+from skilltune.measure import read_suite
+from skilltune.metric import Metric
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, RolloutJob
 from skilltune.rollout.tally import accuracy, as_units
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.score.trigger import trigger_stats
-from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
+from skilltune.session import OnRecord, RolloutSession, require_a_result
+from skilltune.settings import CompareSettings
 from skilltune.skill import Candidate
 from skilltune.stats import paired_differences, paired_t, task_means
-from skilltune.suite import Suite, Task, load_suite
+from skilltune.suite import Suite, Task
 
 
 def decisions(
@@ -170,32 +172,30 @@ def check_arms(arms: Mapping[str, Candidate | None]) -> None:
 def compare(
     suite: Suite | Path | str,
     arms: Mapping[str, Candidate | None],
+    settings: CompareSettings | None = None,
     *,
-    split: str = "test",
-    reps: int = 3,
-    metric: Metric = "mixed",
     out: Path | str,
     force: bool = False,
-    settings: RolloutSettings | None = None,
-    executor: Executor | None = None,
+    shared_executor: Executor | None = None,
     retry: RetryPolicy | None = None,
     on_record: OnRecord | None = None,
     **given: Any,
 ) -> Comparison:
-    """Run each arm on ``split`` ``reps`` times and write ``out/comparison.json``.
+    """Run each arm on the split ``reps`` times with one agent and write ``out/comparison.json``.
 
-    ``settings`` and the keywords in ``given`` (agent, agent_options, seed, workers, executor_kind,
-    ray_address, cache, fresh) are a RolloutSettings.
+    ``settings`` and ``given`` as ``evaluate`` takes them, for a CompareSettings (split, reps,
+    metric, ...); several agents are ``measure.transfer.compare_agents``'s.
     """
-    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    chosen = CompareSettings.of(settings, **given)
+    if chosen.several:
+        raise UsageError("compare() runs one agent: give several to compare_agents() (measure/transfer.py)")
+    split, reps = chosen.split, chosen.reps
+    suite = read_suite(suite, chosen)
     check_arms(arms)
-    metric = as_metric(metric)
-    rollout = RolloutSettings.of(settings, **given)
-    check_reps(reps)
     out = Path(out)
     session = RolloutSession.open(
-        suite, rollout, tasks=suite.tasks(split), candidates=list(arms.values()), out=out, force=force,
-        outputs=("comparison.json",), retry=retry, executor=executor,
+        suite, chosen, tasks=suite.tasks(split), candidates=list(arms.values()), out=out, force=force,
+        outputs=("comparison.json",), retry=retry, executor=shared_executor,
     )  # fmt: skip
     phase: Phase = "test" if split == "test" else "eval"
     finished: list[RolloutRecord] = []  # in the order they finished
@@ -206,7 +206,7 @@ def compare(
             on_record(done, count, total)
 
     recs = run_arms(session, arms, split, reps, phase, record)
-    comparison = build_comparison(suite, split, session.target.name, reps, metric, recs)
+    comparison = build_comparison(suite, split, session.target.name, reps, chosen.metric, recs)
     comparison.write(out / "comparison.json")
     require_a_result(finished, out / "rollouts" / phase)
     return comparison

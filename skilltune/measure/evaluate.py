@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from skilltune.execute import Executor
+from skilltune.measure import read_suite
 from skilltune.measure.compare import decisions, expected_loads
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy
 from skilltune.rollout.tally import accuracy
@@ -22,10 +23,11 @@ from skilltune.runfiles import UNDECIDED, RolloutRecord
 from skilltune.sandbox import RolloutSandbox, rollout_sandbox
 from skilltune.score.base import require_same_contract
 from skilltune.score.trigger import TriggerStats, trigger_stats
-from skilltune.session import OnRecord, RolloutSession, RolloutSettings, check_reps, require_a_result
+from skilltune.session import OnRecord, RolloutSession, require_a_result
+from skilltune.settings import RunSettings
 from skilltune.skill import Candidate, load_skill
 from skilltune.store import write_json
-from skilltune.suite import Suite, load_suite
+from skilltune.suite import Suite
 
 SUMMARY_SCHEMA_VERSION = 2  # 2: trigger (sandbox, added with a default, reads the same)
 
@@ -122,31 +124,31 @@ def _mean(values: list[float] | list[int]) -> float | None:
 def evaluate(
     suite: Suite | Path | str,
     skill: Candidate | Path | str | None,
+    settings: RunSettings | None = None,
     *,
-    split: str = "val",
-    reps: int = 1,
     out: Path | str,
     force: bool = False,
-    settings: RolloutSettings | None = None,
-    executor: Executor | None = None,
+    shared_executor: Executor | None = None,
     retry: RetryPolicy | None = None,
     on_record: OnRecord | None = None,
     **given: Any,
 ) -> EvalSummary:
-    """Roll out ``skill`` (None: no skill) on every task of ``split``, ``reps`` times; write summary.json.
+    """Roll out ``skill`` (None: no skill) on every task of the split, ``reps`` times; write summary.json.
 
-    ``settings`` and the keywords in ``given`` (agent, agent_options, seed, workers, executor_kind,
-    ray_address, cache, fresh) are a RolloutSettings.
+    ``settings`` (default: RunSettings' defaults) with the keywords in ``given`` applied (any of its
+    fields: split, reps, agent, agent_options, seed, workers, executor, cache, ...); a path as
+    ``suite`` is read with their prompt variant and judge options. ``shared_executor``: an executor
+    to run on (e.g. one Ray cluster for several calls) instead of one made from the settings.
     """
-    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    chosen = RunSettings.of(settings, **given)
+    split, reps = chosen.split, chosen.reps
+    suite = read_suite(suite, chosen)
     candidate = skill if isinstance(skill, Candidate) or skill is None else load_skill(skill)
-    rollout = RolloutSettings.of(settings, **given)
-    check_reps(reps)
     tasks = suite.tasks(split)
     out = Path(out)
     session = RolloutSession.open(
-        suite, rollout, tasks=tasks, candidates=[candidate], out=out, force=force,
-        outputs=("summary.json",), retry=retry, executor=executor,
+        suite, chosen, tasks=tasks, candidates=[candidate], out=out, force=force,
+        outputs=("summary.json",), retry=retry, executor=shared_executor,
     )  # fmt: skip
     jobs = session.jobs(tasks, candidate, "eval", reps)
     target = session.target
@@ -163,7 +165,7 @@ def evaluate(
         model=target.options.model,
         options=target.options.model_dump(mode="json"),
         reps=reps,
-        seed=rollout.seed,
+        seed=chosen.seed,
         skill_name=candidate.name if candidate else None,
         skill_hash=candidate.hash if candidate else NO_SKILL,
         contract=contract,

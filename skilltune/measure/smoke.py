@@ -15,14 +15,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from skilltune.errors import SkilltuneError
+from skilltune.measure import read_suite
 from skilltune.rollout.runner import rollout_dir
 from skilltune.rollout.workspace import audit_workspace
 from skilltune.runfiles import RolloutRecord
-from skilltune.sandbox import SandboxChoice, rollout_sandbox
-from skilltune.session import RolloutSession, RolloutSettings, Target
+from skilltune.sandbox import rollout_sandbox
+from skilltune.session import RolloutSession, Target
+from skilltune.settings import RolloutSettings
 from skilltune.skill import Candidate, lint_candidate, load_skill
 from skilltune.store import read_json
-from skilltune.suite import SPLITS, PromptVariant, load_suite
+from skilltune.suite import SPLITS
 
 # pip names whose import name differs
 IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml", "beautifulsoup4": "bs4", "scikit-learn": "sklearn"}
@@ -59,29 +61,29 @@ def requirement_names(path: Path) -> list[str]:
 def smoke(
     suite_path: Path | str,
     skill_path: Path | str,
+    settings: RolloutSettings | None = None,
     *,
-    agent: str = "mock",
-    agent_options: dict[str, Any] | None = None,
-    seed: int = 0,
     out: Path | str | None = None,
-    prompt_variant: PromptVariant = "cheap",
-    judge_options: dict[str, Any] | None = None,
-    sandbox: SandboxChoice = "auto",
+    **given: Any,
 ) -> SmokeReport:
     """Preflight checks and one rollout per split. The rollouts' record folders go to ``out``;
     without it, to a temporary folder that is removed when every check passed and kept (and
-    named in the report) when one failed, so a failure can be inspected.
+    named in the report) when one failed, so a failure can be inspected. ``settings`` and ``given``
+    as ``evaluate`` takes them, for a RolloutSettings (its rollouts run in this thread, never from
+    the cache: ``workers``, ``executor`` and ``cache`` do not apply).
 
     The leak audit: before the rollouts, a canary file (a random token) is planted beside the
     suite (in its parent folder), and a rollout whose output, diff, events or conversation holds
     the token fails (the agent read outside its workspace); the canary is removed afterwards."""
+    chosen = RolloutSettings.of(settings, **given).model_copy(update={"cache": None})
+    agent = chosen.agent
     checks: list[SmokeCheck] = []
 
     def check(name: str, ok: bool, detail: str = "") -> None:
         checks.append(SmokeCheck(name=name, ok=ok, detail=detail))
 
     try:
-        suite = load_suite(suite_path, prompt_variant=prompt_variant, judge_options=judge_options)
+        suite = read_suite(suite_path, chosen)
         check("suite", True, f"{suite.kind} suite, contract {suite.contract_hash[:12]}")
     except SkilltuneError as exc:
         check("suite", False, str(exc))
@@ -114,7 +116,7 @@ def smoke(
         check(f"tool {tool}", found, "" if found else "not on PATH (listed in scoring.md smoke_tools)")
 
     try:
-        target = Target.of(agent, agent_options)
+        target = Target.of(agent, chosen.agent_options)
     except SkilltuneError as exc:
         check(f"agent {agent}", False, str(exc))
         return SmokeReport(checks=checks)
@@ -123,8 +125,7 @@ def smoke(
     if not status.installed:
         return SmokeReport(checks=checks)
     try:
-        settings = RolloutSettings(agent=agent, agent_options=agent_options or {}, seed=seed, sandbox=sandbox)
-        session = RolloutSession.open(suite, settings, tasks=suite.all_tasks(), candidates=[candidate])
+        session = RolloutSession.open(suite, chosen, tasks=suite.all_tasks(), candidates=[candidate])
     except SkilltuneError as exc:
         check(f"agent {agent} can run this suite and skill", False, str(exc))
         return SmokeReport(checks=checks)

@@ -22,22 +22,16 @@ from typing import Any
 
 from skilltune.errors import InfraFailure, UsageError
 from skilltune.execute import Executor, make_executor
+from skilltune.measure import read_suite
 from skilltune.measure.compare import arm_jobs, build_comparison, by_arm, check_arms
-from skilltune.metric import Metric, as_metric
 from skilltune.rollout.routes import Batches
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy
 from skilltune.runfiles import AgentSpec, Comparison, Phase, RolloutRecord, Transfer, TransferAgent
-from skilltune.session import (
-    OnRecord,
-    RolloutSession,
-    RolloutSettings,
-    check_reps,
-    prepare_out,
-    refuse_the_same_agent_twice,
-)
+from skilltune.session import OnRecord, RolloutSession, prepare_out, refuse_the_same_agent_twice
+from skilltune.settings import CompareSettings
 from skilltune.skill import Candidate
 from skilltune.store import redact
-from skilltune.suite import Suite, load_suite
+from skilltune.suite import Suite
 
 TRANSFER_FILE = "transfer.json"
 
@@ -141,28 +135,24 @@ def compare_agents(
     suite: Suite | Path | str,
     arms: Mapping[str, Candidate | None],
     agents: Sequence[AgentSpec],
+    settings: CompareSettings | None = None,
     *,
-    split: str = "test",
-    reps: int = 3,
-    metric: Metric = "mixed",
     out: Path | str,
     force: bool = False,
-    settings: RolloutSettings | None = None,
-    executor: Executor | None = None,
+    shared_executor: Executor | None = None,
     retry: RetryPolicy | None = None,
     on_record: OnRecord | None = None,
     **given: Any,
 ) -> Transfer:
-    """Run each arm on ``split`` ``reps`` times with every agent; write ``out/<name>/comparison.json``
-    per agent and ``out/transfer.json``. ``settings`` and ``given`` are a RolloutSettings whose
-    agent and agent options each of ``agents`` replaces (seed, workers, executor, cache are shared).
+    """Run each arm on the split ``reps`` times with every agent; write ``out/<name>/comparison.json``
+    per agent and ``out/transfer.json``. ``settings`` and ``given`` as ``compare`` takes them; each of
+    ``agents`` replaces their agent and agent options (seed, workers, executor, cache are shared).
     """
-    suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    base = CompareSettings.of(settings, **given)
+    split, reps, metric = base.split, base.reps, base.metric
+    suite = read_suite(suite, base)
     check_arms(arms)
     check_agents(agents)
-    metric = as_metric(metric)
-    check_reps(reps)
-    base = RolloutSettings.of(settings, **given)
     out = Path(out)
     check_out(out)
     tasks = suite.tasks(split)
@@ -176,8 +166,8 @@ def compare_agents(
     prepare_out(out, force, suite, (TRANSFER_FILE,))
     for spec in agents:
         shutil.rmtree(out / spec.label, ignore_errors=True)  # --force: an older result of this agent
-    shared = executor or make_executor(
-        base.workers, suite.config.max_concurrency, base.executor_kind, base.ray_address
+    shared = shared_executor or make_executor(
+        base.workers, suite.config.max_concurrency, base.executor, base.ray_address
     )
     phase: Phase = "test" if split == "test" else "eval"
     for session in sessions.values():

@@ -74,7 +74,6 @@ from skilltune.runfiles.base import (
 )
 from skilltune.runfiles.config import (
     AgentsGate,
-    AgentSpec,
     EditBudgetConfig,
     RunConfigFile,
     SeedFile,
@@ -145,6 +144,7 @@ from skilltune.runfiles.units import (
     UnitVerdict,
     Verdict,
 )
+from skilltune.settings import AgentSpec
 
 __all__ = [
     "CARRIED",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
-from skilltune.sandbox import SandboxChoice
+from skilltune.settings import NO_FLAG, SeveralAgents, cli, several_agents_flag
 
 
 class EditBudgetConfig(BaseModel):
@@ -19,67 +19,30 @@ class EditBudgetConfig(BaseModel):
     end: int = Field(default=2, ge=1)
 
 
-def _cli(*flags: str, path: bool = False) -> dict[str, Any]:
-    """A setting's command-line spec, which skilltune/cli/settings.py turns into a flag: its names
-    (without: ``--its-name``) and whether the value is a path."""
-    return {"path": path} | ({"flags": list(flags)} if flags else {})
-
-
-# The spec of a setting that is no flag (the SUITE argument; a table only --config sets).
-_NO_FLAG: dict[str, Any] = {"flags": []}
-
-
-class AgentSpec(BaseModel):
-    """One target agent of a command that runs several: its label (the name of its output folder,
-    of its column in the transfer table, of its units in a training run's gate), its backend and
-    that backend's options."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-    agent: str
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
 AgentsGate = Literal["mean", "no-worse"]
 # Settings of a run with several agents: config.json leaves them out for one agent (as before them).
 SEVERAL_AGENTS_SETTINGS = ("agents", "agents_gate")
 
 
-class TrainConfig(BaseModel):
-    """Every setting of a run. config.json stores it (secrets redacted) so ``resume`` can continue.
+class TrainConfig(SeveralAgents):
+    """Every setting of a run: the rollout settings ``SeveralAgents`` holds (skilltune/settings.py),
+    and training's own. config.json stores it (secrets redacted) so ``resume`` can continue.
 
     Each field's default and description are the ``train`` flag's default and help (the CLI is
     generated from this model): write descriptions as the help sentence, without the default.
     A ``dict`` field is a repeatable ``key=value`` flag; a bool one ``--name/--no-name``.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
-    suite: str = Field(description="The suite (the SUITE argument).", json_schema_extra=_NO_FLAG)
+    suite: str = Field(description="The suite (the SUITE argument).", json_schema_extra=NO_FLAG)
     skill: str = Field(
         description="Seed skill folder or instruction file.",
-        json_schema_extra=_cli("--skill", "-s", path=True),
+        json_schema_extra=cli("--skill", "-s", path=True),
     )
     tag: str = Field(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Run name: the run lives in RUNS_DIR/TAG."
     )
-    agent: str = Field(
-        default="mock",
-        description="Target agent backend (see `skilltune agents`); repeatable, each [NAME=]BACKEND[:key=value,...], "
-        "to tune for several agents at once (e.g. --agent a=mock:ignores=x --agent b=mock).",
-        json_schema_extra=_cli("--agent", "-a") | {"repeatable": True},
-    )
-    agent_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Agent backend option key=value (repeatable), e.g. placement=system.",
-        json_schema_extra=_cli("--agent-opt"),
-    )
-    agents: list[AgentSpec] = Field(
-        default_factory=list,
-        description="Several target agents (--agent given more than once, or [[agents]] tables with label, "
-        "agent and options): every stage runs each of them; agent and agent_options are then unused.",
-        json_schema_extra=_NO_FLAG,
+    agent: str = several_agents_flag(
+        "to tune for several agents at once (e.g. --agent a=mock:ignores=x --agent b=mock)."
     )
     agents_gate: AgentsGate = Field(
         default="no-worse",
@@ -90,7 +53,7 @@ class TrainConfig(BaseModel):
     proposer_options: dict[str, Any] = Field(
         default_factory=dict,
         description="Proposer option key=value (repeatable), e.g. model=gpt-4.1.",
-        json_schema_extra=_cli("--proposer-opt"),
+        json_schema_extra=cli("--proposer-opt"),
     )
     mode: Literal["patch", "rewrite"] = Field(
         default="patch",
@@ -105,7 +68,7 @@ class TrainConfig(BaseModel):
     gate_options: dict[str, Any] = Field(
         default_factory=dict,
         description="Gate option key=value (repeatable): max_reps, min_effect, futility_confidence, rho.",
-        json_schema_extra=_cli("--gate-opt"),
+        json_schema_extra=cli("--gate-opt"),
     )
     metric: Metric = Field(default="mixed", description="The score the gate compares.")
     alpha: float = Field(
@@ -154,13 +117,11 @@ class TrainConfig(BaseModel):
         default=None, gt=0, description="Most USD, reported or estimated (unset: no limit)."
     )
     budget_hours: float | None = Field(default=None, gt=0, description="Most active hours (unset: no limit).")
-    seed: int = Field(default=0, description="Run seed: every random choice derives from it.")
-    workers: int = Field(default=4, ge=1, description="Rollouts in parallel.")
-    runs_dir: str = Field(default="runs", description="Where runs live.", json_schema_extra=_cli(path=True))
+    runs_dir: str = Field(default="runs", description="Where runs live.", json_schema_extra=cli(path=True))
     edit_budget: EditBudgetConfig = Field(
         default_factory=EditBudgetConfig,
         description="Edits a step may keep, scheduled from start to end (the TOML table edit_budget only).",
-        json_schema_extra=_NO_FLAG,
+        json_schema_extra=NO_FLAG,
     )
     growth_cap: float = Field(
         default=0.5,
@@ -174,69 +135,19 @@ class TrainConfig(BaseModel):
     evidence_from: str | None = Field(
         default=None,
         description="Use the train rollouts recorded by another run (its directory).",
-        json_schema_extra=_cli(path=True),
-    )
-    cache: str | None = Field(
-        default=None,
-        description="A rollout cache folder shared between runs (finished rollouts are reused).",
-        json_schema_extra=_cli(path=True),
-    )
-    executor: Literal["local", "ray"] = Field(
-        default="local", description="Where rollouts run: worker threads here (local) or Ray (ray)."
-    )
-    ray_address: str | None = Field(
-        default=None, description="A Ray cluster to join (unset: a new local instance)."
-    )
-    fresh: bool = Field(default=False, description="Run rollouts even when --cache holds them.")
-    sandbox: SandboxChoice = Field(
-        default="auto",
-        description="Seal each rollout's agent (bwrap: it sees its workspace and the system folders only); "
-        "auto seals where bwrap runs, none never.",
+        json_schema_extra=cli(path=True),
     )
     findings: str | None = Field(
         default=None,
         description="A findings file shared across runs: the finished run appends its entry once.",
-        json_schema_extra=_cli(path=True),
-    )
-    prompt_variant: Literal["cheap", "full"] = Field(
-        default="cheap",
-        description="skill-trainer's prompt variant: cheap (prompt_cheap, else prompt) or full (prompt_full); "
-        "reaches rubric.py.",
-    )
-    judge_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Override a setting of the suite's judge key=value (repeatable), e.g. model=gpt-4.1, "
-        "api_key_env=MY_KEY; part of the scoring contract.",
-        json_schema_extra=_cli("--judge-opt"),
+        json_schema_extra=cli(path=True),
     )
 
     @model_validator(mode="after")
-    def _several_agents(self) -> TrainConfig:
-        labels = [a.label for a in self.agents]
-        twice = sorted({label for label in labels if labels.count(label) > 1})
-        if twice:
-            raise ValueError(f"two agents are named {twice[0]!r}: name each one (--agent NAME=BACKEND)")
-        if len(self.agents) == 1:
-            raise ValueError("agents: give two or more (one agent is --agent BACKEND with --agent-opt)")
-        if self.agents and self.agent_options:
-            raise ValueError(
-                "agent_options is ambiguous with several agents: give each agent's options in its own "
-                "--agent value (--agent NAME=BACKEND:key=value,...)"
-            )
+    def _agents_gate(self) -> Self:
         if not self.agents and self.agents_gate != "no-worse":
             raise ValueError("agents_gate chooses among several agents: give --agent more than once")
         return self
-
-    def targets(self) -> list[AgentSpec]:
-        """The run's target agents: its ``agents``, else the one ``agent`` (labelled by its backend)."""
-        if self.agents:
-            return list(self.agents)
-        return [AgentSpec(label=self.agent, agent=self.agent, options=self.agent_options)]
-
-    @property
-    def several(self) -> bool:
-        """Whether the run tunes for several agents (each job, record and gate unit names its agent)."""
-        return bool(self.agents)
 
     @property
     def asks(self) -> int:
@@ -296,12 +207,3 @@ class SeedFile(RunFile):
     kind: Literal["folder", "file"]
     fallback_name: str
     hash: str
-
-
-def setting_flags(setting: str) -> list[str]:
-    """A TrainConfig setting's command-line flags, long name first (none: set in --config only)."""
-    spec = TrainConfig.model_fields[setting].json_schema_extra
-    flags = spec.get("flags") if isinstance(spec, dict) else None
-    if isinstance(flags, list):
-        return [str(name) for name in flags]
-    return ["--" + setting.replace("_", "-")]

@@ -22,7 +22,6 @@ every agent is still vetoed. Trigger tasks are trade-offs (``trade_offs``) under
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from skilltune.errors import UsageError
 from skilltune.execute import Executor
@@ -30,23 +29,13 @@ from skilltune.metric import Metric
 from skilltune.rollout.runner import RetryPolicy
 from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import AgentEvidence, AgentsGate, RolloutRecord, TrainConfig, Verdict
-from skilltune.session import RolloutSession, RolloutSettings, refuse_the_same_agent_twice
+from skilltune.session import RolloutSession, refuse_the_same_agent_twice
 from skilltune.skill import Candidate
 from skilltune.suite import Suite, Task
 from skilltune.training.secondary import regression_test
 
 # The sessions of a run's target agents, by label (None: the only agent of a one-agent run).
 Targets = Mapping[str | None, RolloutSession]
-
-
-def rollout_settings(config: TrainConfig) -> RolloutSettings:
-    """The part of a run's settings that says how its rollouts run (the agent: the run's ``agent``;
-    each of several agents replaces it with its own, ``RolloutSettings.for_agent``)."""
-    return RolloutSettings(
-        agent=config.agent, agent_options=config.agent_options, seed=config.seed, workers=config.workers,
-        executor_kind=config.executor, ray_address=config.ray_address,
-        cache=Path(config.cache) if config.cache else None, fresh=config.fresh, sandbox=config.sandbox,
-    )  # fmt: skip
 
 
 def open_targets(
@@ -58,17 +47,16 @@ def open_targets(
 ) -> dict[str | None, RolloutSession]:
     """A session per target agent, every agent's checks passed before anything is written (one agent:
     the one session, labelled None). Raises UsageError naming the agent that refuses."""
-    base = rollout_settings(config)
-    if not config.several:
+    if not config.several:  # a TrainConfig is its rollouts' settings
         session = RolloutSession.open(
-            suite, base, tasks=suite.all_tasks(), candidates=[seed], retry=retry, executor=executor
+            suite, config, tasks=suite.all_tasks(), candidates=[seed], retry=retry, executor=executor
         )
         return {None: session}
     sessions: dict[str | None, RolloutSession] = {}
     for spec in config.agents:
         try:
             sessions[spec.label] = RolloutSession.open(
-                suite, base.for_agent(spec), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
+                suite, config.for_agent(spec), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
                 executor=executor,
             )  # fmt: skip
         except UsageError as exc:

@@ -113,17 +113,19 @@ def train(
     force: bool = False,
     reporter: Reporter | None = None,
     retry: RetryPolicy | None = None,
-    executor: Executor | None = None,
+    shared_executor: Executor | None = None,
     **settings: Any,
 ) -> TrainResult:
     """Train ``skill`` on ``suite`` into ``runs_dir/tag``; see TrainConfig for ``settings``.
+    ``shared_executor``: an executor to run on (e.g. one Ray cluster for several runs) instead of
+    one made from the settings' ``executor``.
 
     Everything is checked before anything is written. Refuses an existing run
     directory unless ``force`` (then it starts over).
     """
     config = make_config(**absolute_paths({"suite": suite, "skill": skill, "tag": tag, **settings}))
     seed = load_skill(config.skill)
-    setup = Setup.of(config, seed, retry, executor)
+    setup = Setup.of(config, seed, retry, shared_executor)
     refused = refusal(setup.rollouts, seed)
     if refused is not None:
         raise UsageError(f"the seed skill: {refused}")
@@ -191,7 +193,7 @@ def resume(
     *,
     reporter: Reporter | None = None,
     retry: RetryPolicy | None = None,
-    executor: Executor | None = None,
+    shared_executor: Executor | None = None,
     **given: Any,
 ) -> TrainResult:
     """Continue a run without TERMINAL, or one that ended stopped, exhausted, blocked or crash.
@@ -212,7 +214,7 @@ def resume(
     stored = RunConfigFile.read(run.config)
     config = settings_for_resume(stored, absolute_paths(given))
     _check_findings(config.findings)
-    setup = Setup.of(config, load_seed(run), retry, executor)
+    setup = Setup.of(config, load_seed(run), retry, shared_executor)
     reporter = reporter or PlainReporter()
     with run.lock():
         run.terminal_path.unlink(missing_ok=True)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from skilltune.errors import UsageError
 from skilltune.runfiles import RunConfigFile, TrainConfig
-from skilltune.runfiles.config import SEVERAL_AGENTS_SETTINGS, setting_flags
+from skilltune.runfiles.config import SEVERAL_AGENTS_SETTINGS
 from skilltune.store import REDACTED, redact
 from skilltune.validation import field_problems
 
@@ -104,9 +104,8 @@ def settings_for_resume(stored: RunConfigFile, given: dict[str, Any]) -> TrainCo
         elif _differs(value, settings[key], key):
             changed.append(key)
     if changed:
-        names = ", ".join(
-            (setting_flags(k) or [k])[0] for k in sorted(changed)
-        )  # suite, edit_budget: no flag
+        # suite and edit_budget have no flag: named as keys
+        names = ", ".join((TrainConfig.flags(k) or [k])[0] for k in sorted(changed))
         raise UsageError(
             f"{names}: a resumed run keeps the settings it started with (a change would make it another "
             f"run); only {', '.join(sorted(MAY_CHANGE_ON_RESUME))} and redacted secrets may be given. "
