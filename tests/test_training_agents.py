@@ -62,7 +62,7 @@ def test_one_agent_value_is_a_run_as_before_and_several_are_agents() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"agents": [TWO[0], TWO[0]]}, "two agents are named 'a'"),
+        ({"agents": [TWO[0], TWO[0]]}, "2 agents are named 'a'"),
         ({"agents": TWO[:1]}, "give two or more"),
         ({"agents": TWO, "agent_options": {"crn": True}}, "agent_options is ambiguous"),
         ({"agents_gate": "mean"}, "give --agent more than once"),

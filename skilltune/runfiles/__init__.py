@@ -69,10 +69,12 @@ from skilltune.runfiles.base import (
 from skilltune.runfiles.config import (
     AgentsGate,
     AgentSpec,
+    AgentSpecs,
     EditBudgetConfig,
     RunConfigFile,
     SeedFile,
     TrainConfig,
+    distinct_labels,
 )
 from skilltune.runfiles.journal import (
     Crashed,
@@ -139,6 +141,7 @@ __all__ = [
     "UNIT_FILES",
     "AgentEvidence",
     "AgentSpec",
+    "AgentSpecs",
     "AgentsGate",
     "ArmResult",
     "AuditFile",
@@ -194,6 +197,7 @@ __all__ = [
     "UnitRecord",
     "Verdict",
     "active_seconds",
+    "distinct_labels",
     "parse_event",
     "shown_verdict",
 ]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
@@ -41,6 +41,22 @@ class AgentSpec(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+def distinct_labels(agents: list[AgentSpec]) -> list[AgentSpec]:
+    """``agents`` when no two share a label (their folders, transfer columns and gate units would be
+    one); else ValueError naming the label and the fix. The one check of a list of agents: ``AgentSpecs``
+    holds it, and whatever takes several agents (the CLI's ``--agent``, ``compare_agents``) makes one."""
+    labels = [a.label for a in agents]
+    for label in dict.fromkeys(labels):
+        if labels.count(label) > 1:
+            backend = next(a.agent for a in agents if a.label == label)
+            raise ValueError(
+                f"{labels.count(label)} agents are named {label!r}; name each one, e.g. --agent a={backend} "
+                f"--agent b={backend}:key=value (NAME=BACKEND:options)"
+            )
+    return agents
+
+
+AgentSpecs = Annotated[list[AgentSpec], AfterValidator(distinct_labels)]
 AgentsGate = Literal["mean", "no-worse"]
 # Settings of a run with several agents: config.json leaves them out for one agent (as before them).
 SEVERAL_AGENTS_SETTINGS = ("agents", "agents_gate")
@@ -75,7 +91,7 @@ class TrainConfig(BaseModel):
         description="Agent backend option key=value (repeatable), e.g. placement=system.",
         json_schema_extra=_cli("--agent-opt"),
     )
-    agents: list[AgentSpec] = Field(
+    agents: AgentSpecs = Field(
         default_factory=list,
         description="Several target agents (--agent given more than once, or [[agents]] tables with label, "
         "agent and options): every stage runs each of them; agent and agent_options are then unused.",
@@ -203,10 +219,6 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _several_agents(self) -> TrainConfig:
-        labels = [a.label for a in self.agents]
-        twice = sorted({label for label in labels if labels.count(label) > 1})
-        if twice:
-            raise ValueError(f"two agents are named {twice[0]!r}: name each one (--agent NAME=BACKEND)")
         if len(self.agents) == 1:
             raise ValueError("agents: give two or more (one agent is --agent BACKEND with --agent-opt)")
         if self.agents and self.agent_options:
