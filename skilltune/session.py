@@ -14,8 +14,8 @@ A session owns its target agents, one ``Target`` per label (one agent is one lab
 makes names its agent's label, every batch runs through one ``Router`` (rollout/routes.py) on the
 one executor, and every record comes back to its agent's label. How a label reaches the files is
 decided here, once: a lone agent's never does (its files as before), several agents' do, in each
-job's folder and record (``<cand12>@<label>``, a training run) or as a folder of their own
-(``folders="own"``: ``OUT/<label>/``, a comparison).
+job's folder and record (``<cand12>@<label>``, a training run); or each agent has a folder of its
+own (``folders="own"``: ``OUT/<label>/``, ``compare_agents``), its records unlabelled.
 """
 
 from __future__ import annotations
@@ -197,10 +197,12 @@ class RolloutSession:
         self._executor = executor
         self.cache = RolloutCache(settings.cache) if settings.cache else None
         self.seal = seal if seal is not None else resolve(settings.sandbox)
-        # The one rule of how a label reaches the files: one agent, files as before (no label).
+        # The one rule of how a label reaches what the session writes: a lone agent's never does (its
+        # files and messages as before); several agents' are named, in each job's folder and record
+        # when they share a folder. With folders of their own (compare_agents) a folder names each.
         self.named = len(self.targets) > 1
-        self._labelled = self.named and folders == "shared"  # in each job's folder and record
-        self._own_folders = folders == "own"  # as a folder of its own (compare_agents: even one)
+        self._labelled = self.named and folders == "shared"
+        self._own_folders = folders == "own"
 
     @classmethod
     def open(
