@@ -6,10 +6,10 @@
 A training batch (or a ``compare``) with several target agents ran each agent's jobs through its
 own executor map, so each agent's batch waited for its slowest rollout before the next agent
 began: the workers idled at every agent's tail. Now one map takes every agent's jobs
-(``Batches``, skilltune/rollout/routes.py). This runs one batch both ways on the local executor,
+(``Router``, skilltune/rollout/routes.py). This runs one batch both ways on the local executor,
 exactly as training/rollouts.py did before and does now: agent by agent (each agent's jobs
 through ``LocalExecutor.map`` with its runner, one agent after another) and side by side (one
-``map`` of ``Batches``), alternately, ``--repeats`` times each, and prints the median walls and
+``map`` of a ``Router``), alternately, ``--repeats`` times each, and prints the median walls and
 their ratio. The ideal is the agents' total sleep divided by the workers; ``scheduled_s`` gives
 both ways' walls with no harness time (each job to the first free worker, in the map's order), the
 figures a machine with nothing else to do approaches.
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from skilltune.agents import AgentRequest, AgentResult  # noqa: E402
 from skilltune.agents.mock import MockAgent, MockOptions  # noqa: E402
 from skilltune.execute.local import LocalExecutor  # noqa: E402
-from skilltune.rollout.routes import Batches  # noqa: E402
+from skilltune.rollout.routes import Router  # noqa: E402
 from skilltune.rollout.runner import RolloutJob, RolloutRunner  # noqa: E402
 from skilltune.skill import load_skill  # noqa: E402
 from skilltune.suite import load_suite  # noqa: E402
@@ -78,7 +78,7 @@ def batch(agents: int, tasks: int, out: Path) -> list[tuple[list[RolloutJob], Ro
     rows = []
     for a in range(agents):
         label = f"agent{a}"
-        sleep = SLEEPS[a % len(SLEEPS)]
+        sleep = SLEEPS[a % len(SLEEPS)] + a // len(SLEEPS) / 1000  # a router's agents differ in options
         runner = RolloutRunner(
             suite=suite, backend=VariedMock(label), options=MockOptions(sleep_s=sleep), out=out / label
         )
@@ -120,7 +120,9 @@ def agent_by_agent(rows: list[tuple[list[RolloutJob], RolloutRunner, float]], wo
 
 def side_by_side(rows: list[tuple[list[RolloutJob], RolloutRunner, float]], workers: int) -> float:
     executor = LocalExecutor(workers)
-    joined = Batches([(jobs, runner) for jobs, runner, _ in rows])
+    joined = Router(
+        [job for jobs, _, _ in rows for job in jobs], {jobs[0].agent or "": r for jobs, r, _ in rows}
+    )
     t0 = time.perf_counter()
     for _ in executor.map(joined.jobs, joined):
         pass

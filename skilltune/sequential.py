@@ -15,6 +15,7 @@ from pydantic import Field
 
 from skilltune.gate import Gate, GateOptions, Sampler, contaminated
 from skilltune.metric import Metric
+from skilltune.rollout.tally import unit_of
 from skilltune.runfiles import Decision, HarmCheck, Pair, RolloutRecord, Round, Verdict
 from skilltune.runfiles.units import SignFlipStatistic
 from skilltune.stats import SequentialTest, mean, tasks_to_accept
@@ -228,18 +229,19 @@ class SequentialGate(Gate[SequentialOptions]):
 
 
 def _pairs(cand: list[RolloutRecord], inc: list[RolloutRecord], metric: Metric) -> list[Pair]:
-    """One pair per task of a round, in task order: the two arms' replicate and score."""
-    a = {r.task_id: r for r in inc}
-    b = {r.task_id: r for r in cand}
+    """One pair per unit (task, or (agent, task)) of a round, in unit order: the two arms' replicate
+    and score, named as the files name the unit."""
+    a = {unit_of(r): r for r in inc}
+    b = {unit_of(r): r for r in cand}
     return [
         Pair(
-            task=task,
-            candidate_replicate=b[task].replicate,
-            incumbent_replicate=a[task].replicate,
-            candidate=_metric(b[task], metric),
-            incumbent=_metric(a[task], metric),
+            task=str(unit),
+            candidate_replicate=b[unit].replicate,
+            incumbent_replicate=a[unit].replicate,
+            candidate=_metric(b[unit], metric),
+            incumbent=_metric(a[unit], metric),
         )
-        for task in sorted(set(a) & set(b))
+        for unit in sorted(set(a) & set(b))
     ]
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from skilltune.errors import UsageError
 from skilltune.metric import Metric
@@ -86,6 +86,24 @@ class AgentSpec(BaseModel):
     label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
     agent: str
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+def distinct_labels(agents: list[AgentSpec]) -> list[AgentSpec]:
+    """``agents`` when no two share a label (their folders, transfer columns and gate units would be
+    one); else ValueError naming the label and the fix. The one check of a list of agents: ``AgentSpecs``
+    holds it, and whatever takes several agents (the CLI's ``--agent``, ``compare_agents``) makes one."""
+    labels = [a.label for a in agents]
+    for label in dict.fromkeys(labels):
+        if labels.count(label) > 1:
+            backend = next(a.agent for a in agents if a.label == label)
+            raise ValueError(
+                f"{labels.count(label)} agents are named {label!r}; name each one, e.g. --agent a={backend} "
+                f"--agent b={backend}:key=value (NAME=BACKEND:options)"
+            )
+    return agents
+
+
+AgentSpecs = Annotated[list[AgentSpec], AfterValidator(distinct_labels)]
 
 
 Agent = Annotated[
@@ -158,7 +176,7 @@ class SeveralAgents(RolloutSettings):
     """Rollout settings of a command that runs one agent (``agent``, ``agent_options``) or several
     (``agents``: ``--agent`` given more than once, each with its label and options)."""
 
-    agents: list[AgentSpec] = Field(
+    agents: AgentSpecs = Field(
         default_factory=list,
         description="Several target agents (--agent given more than once, or [[agents]] tables with label, "
         "agent and options): every stage runs each of them; agent and agent_options are then unused.",
@@ -167,10 +185,6 @@ class SeveralAgents(RolloutSettings):
 
     @model_validator(mode="after")
     def _several_agents(self) -> Self:
-        labels = [a.label for a in self.agents]
-        twice = sorted({label for label in labels if labels.count(label) > 1})
-        if twice:
-            raise ValueError(f"two agents are named {twice[0]!r}: name each one (--agent NAME=BACKEND)")
         if len(self.agents) == 1:
             raise ValueError("agents: give two or more (one agent is --agent BACKEND with --agent-opt)")
         if self.agents and self.agent_options:

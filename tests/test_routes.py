@@ -1,6 +1,7 @@
-"""Several agents' batches through one executor map (skilltune/rollout/routes.py): the jobs
-interleaved, each run by its batch's runner; and a training run and a comparison with two agents
-whose rollouts overlap, which one agent after another could not do.
+"""Several agents' jobs through one executor map (skilltune/rollout/routes.py's ``Router``): the jobs
+interleaved, each run by its agent's runner, each record traced back to its job and agent; and a
+training run and a comparison with two agents whose rollouts overlap, which one agent after another
+could not do.
 
 The proof of overlap needs no clock: each ``rendezvous`` agent's rollout writes its own marker file,
 then waits (at most ``WAIT_S``) for the other agent's. With two workers, one agent after another
@@ -21,7 +22,7 @@ from skilltune.agents import AGENTS, AgentRequest, AgentResult
 from skilltune.agents.mock import MockAgent, MockOptions
 from skilltune.execute.local import LocalExecutor
 from skilltune.measure.transfer import compare_agents
-from skilltune.rollout.routes import Batches, runner_for
+from skilltune.rollout.routes import Router, runner_for
 from skilltune.rollout.runner import RolloutJob, RolloutRunner
 from skilltune.runfiles import AgentSpec, RolloutRecord, Transfer
 from skilltune.skill import load_skill
@@ -108,43 +109,51 @@ def test_compare_runs_its_agents_rollouts_side_by_side(
     assert table.agents[0].n_rollouts == table.agents[1].n_rollouts
 
 
-def _runner(tmp_path: Path, name: str) -> RolloutRunner:
+def _runner(tmp_path: Path, name: str, **options: Any) -> RolloutRunner:
     from skilltune.agents import get_backend
 
     backend = get_backend("mock")
     return RolloutRunner(
-        suite=load_suite(MOCK_SUITE), backend=backend, options=MockOptions(), out=tmp_path / name
+        suite=load_suite(MOCK_SUITE), backend=backend, options=MockOptions(**options), out=tmp_path / name
     )
 
 
-def _jobs(count: int, agent: str | None) -> list[RolloutJob]:
+def _jobs(count: int, agent: str | None, labelled: bool = False) -> list[RolloutJob]:
     task = load_suite(MOCK_SUITE).tasks("train")[0]
-    return [RolloutJob(task, "train", None, replicate, 0, agent) for replicate in range(count)]
+    return [RolloutJob(task, "train", None, replicate, 0, agent, labelled) for replicate in range(count)]
 
 
-def test_batches_interleave_the_jobs_and_route_each_to_its_runner(tmp_path: Path) -> None:
-    one, two = _runner(tmp_path, "one"), _runner(tmp_path, "two")
+def test_a_router_interleaves_the_jobs_and_routes_each_to_its_agents_runner(tmp_path: Path) -> None:
+    one, two = _runner(tmp_path, "one"), _runner(tmp_path, "two", crn=True)
     first, second = _jobs(3, "x"), _jobs(1, "y")
-    batches = Batches([(first, one), (second, two)])
-    assert batches.jobs == [first[0], second[0], first[1], first[2]]
-    assert [runner_for(batches, job).out.name for job in batches.jobs] == ["one", "two", "one", "one"]
+    router = Router(first + second, {"x": one, "y": two})
+    assert router.jobs == [first[0], second[0], first[1], first[2]]
+    assert [runner_for(router, job).out.name for job in router.jobs] == ["one", "two", "one", "one"]
     assert runner_for(one, second[0]) is one  # a plain runner runs every job itself
-    with pytest.raises(ValueError, match="not one of these batches"):
-        batches.runner(_jobs(1, "x")[0])  # an equal job, but not one of these objects
+    assert router.runner(_jobs(1, "x")[0]) is one  # by the label a job carries, not by its identity
+    with pytest.raises(ValueError, match="names agent 'z', none of"):
+        router.runner(_jobs(1, "z")[0])
 
 
-def test_equal_jobs_in_two_batches_go_to_their_own_runners_folders(tmp_path: Path) -> None:
-    """A comparison's agents ask for equal jobs (no label): identity routes them, each record lands
-    in its own runner's folder."""
-    one, two = _runner(tmp_path, "one"), _runner(tmp_path, "two")
-    batches = Batches([(_jobs(2, None), one), (_jobs(2, None), two)])
-    records = list(LocalExecutor(2).map(batches.jobs, batches))
-    assert len(records) == 4
+def test_equal_jobs_of_two_agents_land_in_their_own_folders_and_come_back_to_them(tmp_path: Path) -> None:
+    """A comparison's agents ask for the same rollouts, none named in its files (each agent's folder
+    names it): each record lands in its own agent's folder and is traced back to its job."""
+    one, two = _runner(tmp_path, "one"), _runner(tmp_path, "two", crn=True)
+    router = Router(_jobs(2, "a") + _jobs(2, "b"), {"a": one, "b": two})
+    records = list(LocalExecutor(2).map(router.jobs, router))
+    assert len(records) == 4 and all(r.target is None for r in records)
     folders = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("record.json"))
     assert folders == ["one", "one", "two", "two"]
+    back = sorted((router.job(r).agent, r.replicate, r.options_hash) for r in records)
+    assert [(a, k) for a, k, _ in back] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert {h for a, _, h in back if a == "a"} == {one.options_hash} != {two.options_hash}
 
 
-def test_a_job_in_two_batches_is_refused(tmp_path: Path) -> None:
-    jobs = _jobs(1, None)
-    with pytest.raises(ValueError, match="in two batches"):
-        Batches([(jobs, _runner(tmp_path, "one")), (jobs, _runner(tmp_path, "two"))])
+def test_a_router_refuses_what_would_mix_its_agents_records(tmp_path: Path) -> None:
+    one = _runner(tmp_path, "one")
+    with pytest.raises(ValueError, match="share an options hash"):  # the same agent under two labels
+        Router(_jobs(1, "a"), {"a": one, "b": _runner(tmp_path, "two")})
+    with pytest.raises(ValueError, match="same rollout"):
+        Router(_jobs(1, "a") + _jobs(1, "a"), {"a": one})
+    with pytest.raises(ValueError, match="names agent None, none of"):
+        Router(_jobs(1, None), {"a": one})

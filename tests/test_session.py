@@ -1,5 +1,6 @@
 """The rollout session (skilltune/session.py): one settings model, every check before anything is
-written, executors from the plug-in registry, one executor shared by every batch of a session."""
+written, executors from the plug-in registry, one executor shared by every batch of a session, and
+its target agents by label, whose labels reach the files only when there are several."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from skilltune.measure.compare import compare
 from skilltune.measure.evaluate import evaluate
 from skilltune.rollout.routes import JobRunner
 from skilltune.rollout.runner import RolloutJob
-from skilltune.runfiles import RolloutRecord
+from skilltune.rollout.tally import Unit
+from skilltune.runfiles import AgentSpec, RolloutRecord
 from skilltune.session import RolloutSession, Target
 from skilltune.settings import RolloutSettings
 from skilltune.skill import load_skill
@@ -120,3 +122,54 @@ def test_target_refusal_names_the_backend_limit(tmp_path: Path) -> None:
     assert target.refusal(suite, single) is None
     refused = target.refusal(suite, load_skill(folder))
     assert refused is not None and "notes.md" in refused
+
+
+TWO = [AgentSpec(label="a", agent="mock"), AgentSpec(label="b", agent="mock", options={"crn": True})]
+
+
+def test_a_lone_agents_jobs_name_it_and_its_files_do_not() -> None:
+    suite, skill = load_suite(MOCK_SUITE), load_skill(MOCK_SKILL)
+    val = suite.tasks("val")[:2]
+    session = RolloutSession.open(suite, RolloutSettings(), tasks=val, candidates=[skill])
+    assert [(j.agent, j.target, j.arm) for j in session.jobs(val[:1], skill, "eval", 1)] == [
+        ("mock", None, skill.short)
+    ]
+    assert session.units(val) == [Unit(t.id) for t in val] and session.describe() == "mock"
+    assert session.target.label == "mock" and not session.named
+
+
+def test_a_session_of_two_agents_runs_them_side_by_side_and_names_them(tmp_path: Path) -> None:
+    suite, skill = load_suite(MOCK_SUITE), load_skill(MOCK_SKILL)
+    val = suite.tasks("val")[:2]
+    session = RolloutSession.open(suite, RolloutSettings(workers=2), TWO, tasks=val, candidates=[skill])
+    jobs = session.jobs(val, skill, "eval", 1)
+    assert [(j.agent, j.target) for j in jobs] == [("a", "a"), ("a", "a"), ("b", "b"), ("b", "b")]
+    assert [str(u) for u in session.units(val)] == [f"{a}/{t.id}" for a in "ab" for t in val]
+    assert session.describe() == "a (mock), b (mock)"
+    back = sorted((job.agent, job.task.id, r.target, r.task_id) for job, r in session.stream(jobs, tmp_path))
+    assert back == sorted((a, t.id, a, t.id) for a in "ab" for t in val)
+    arms = {p.parent.parent.name for p in tmp_path.rglob("record.json")}
+    assert arms == {f"{skill.short}@a", f"{skill.short}@b"}
+    with pytest.raises(ValueError, match="ask for one by label"):
+        _ = session.target
+
+
+def test_agents_in_folders_of_their_own_write_no_label_and_a_refusal_names_its_agent(tmp_path: Path) -> None:
+    """compare's layout: OUT/<label>/rollouts/..., records without a label; an agent that cannot run
+    is named, and nothing is written."""
+    suite, skill = load_suite(MOCK_SUITE), load_skill(MOCK_SKILL)
+    val = suite.tasks("val")[:2]
+    out = tmp_path / "out"
+    bad = [TWO[0], AgentSpec(label="b", agent="mock", options={"ignore": "x"})]
+    with pytest.raises(UsageError, match=r"--agent b=mock: .*ignore"):
+        RolloutSession.open(
+            suite, RolloutSettings(), bad, tasks=val, candidates=[skill], out=out, folders="own"
+        )
+    assert not out.exists()
+    session = RolloutSession.open(
+        suite, RolloutSettings(), TWO, tasks=val, candidates=[skill], out=out, folders="own"
+    )
+    records = session.run(session.jobs(val, skill, "eval", 1))
+    assert len(records) == 4 and all(r.target is None for r in records)
+    where = sorted(p.relative_to(out).parts[:4] for p in out.rglob("record.json"))
+    assert where == [(a, "rollouts", "eval", skill.short) for a in "aabb"]

@@ -15,7 +15,7 @@ from skilltune.cli.settings import agent_settings
 from skilltune.errors import UsageError
 from skilltune.propose.reflect import trajectory_id
 from skilltune.rollout.runner import RolloutJob, rollout_dir
-from skilltune.rollout.tally import as_units, unit_id
+from skilltune.rollout.tally import Unit, unit_of
 from skilltune.runfiles import AgentSpec, RolloutRecord, RunConfigFile, UnitRecord, Verdict
 from skilltune.score.base import Score
 from skilltune.suite import load_suite
@@ -62,7 +62,7 @@ def test_one_agent_value_is_a_run_as_before_and_several_are_agents() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"agents": [TWO[0], TWO[0]]}, "two agents are named 'a'"),
+        ({"agents": [TWO[0], TWO[0]]}, "2 agents are named 'a'"),
         ({"agents": TWO[:1]}, "give two or more"),
         ({"agents": TWO, "agent_options": {"crn": True}}, "agent_options is ambiguous"),
         ({"agents_gate": "mean"}, "give --agent more than once"),
@@ -116,16 +116,16 @@ def test_two_agents_jobs_never_share_a_folder_and_one_agents_folder_is_as_before
     task = load_suite(MOCK_SUITE).tasks("val")[0]
     one = RolloutJob(task, "gate", None, 3, 0)
     assert rollout_dir(Path("u"), one) == Path("u/rollouts/gate/noskill") / f"{task.id}_r3"
-    a, b = RolloutJob(task, "gate", None, 3, 0, "a"), RolloutJob(task, "gate", None, 3, 0, "b")
-    assert rollout_dir(Path("u"), a).parent.name == "noskill@a"
+    a, b = RolloutJob(task, "gate", None, 3, 0, "a", True), RolloutJob(task, "gate", None, 3, 0, "b", True)
+    assert rollout_dir(Path("u"), a).parent.name == "noskill@a" and a.target == "a"
     assert len({rollout_dir(Path("u"), j) for j in (one, a, b)}) == 3
-    assert a.key != b.key
+    lone = RolloutJob(task, "gate", None, 3, 0, "mock")  # a lone agent's job names it, its files do not
+    assert rollout_dir(Path("u"), lone) == rollout_dir(Path("u"), one) and lone.target is None
 
 
 def test_units_and_trajectory_ids_name_the_agent_only_when_there_are_several() -> None:
     plain, labelled = _record("t1", "c", 1), _record("t1", "c", 1, target="a", replicate=2)
-    assert (unit_id(plain), unit_id(labelled)) == ("t1", "a/t1")
-    assert [r.task_id for r in as_units([plain, labelled])] == ["t1", "a/t1"]
+    assert (str(unit_of(plain)), str(unit_of(labelled))) == ("t1", "a/t1")
     assert (trajectory_id(plain), trajectory_id(labelled)) == ("t1#r0", "a/t1#r2")
 
 
@@ -172,12 +172,12 @@ def test_no_worse_turns_an_accept_into_a_reject_when_an_agent_is_hurt_and_mean_d
 
 
 def test_the_harm_veto_pools_a_tasks_agents_only_under_mean_and_never_vetoes_trigger_units() -> None:
-    val = load_suite(MOCK_SUITE).tasks("val")[:2]
-    ids = [t.id for t in val]
-    assert harm_groups(val, ["x", "y"], "mean") == {f"{a}/{t}": t for a in ("x", "y") for t in ids}
-    assert harm_groups(val, ["x", "y"], "no-worse") == {} and harm_groups(val, [], "mean") == {}
-    assert trade_offs([ids[0]], ["x", "y"]) == {f"x/{ids[0]}", f"y/{ids[0]}"}
-    assert trade_offs([ids[0]], []) == {ids[0]}
+    ids = [t.id for t in load_suite(MOCK_SUITE).tasks("val")[:2]]
+    units = [Unit(t, a) for a in ("x", "y") for t in ids]
+    assert harm_groups(units, "mean") == {f"{a}/{t}": t for a in ("x", "y") for t in ids}
+    assert harm_groups(units, "no-worse") == {}
+    assert trade_offs([ids[0]], units) == {f"x/{ids[0]}", f"y/{ids[0]}"}
+    assert trade_offs([ids[0]], [Unit(t) for t in ids]) == {ids[0]}  # one agent: the tasks
 
 
 def test_gate_json_and_the_unit_record_leave_the_agents_out_with_one_agent(tmp_path: Path) -> None:

@@ -184,14 +184,13 @@ def parse_agent_specs(values: list[str] | None, agent_opt: list[str] | None) -> 
     """The ``--agent`` values of a command that takes several (default: the mock agent), with
     ``--agent-opt`` merged into the only one. Raises UsageError for a name used twice, for
     ``--agent-opt`` beside several agents, and for an option given twice."""
+    from skilltune.runfiles import distinct_labels
+
     specs = [parse_agent_spec(v) for v in values or ["mock"]]
-    labels = [s.label for s in specs]
-    for label in dict.fromkeys(labels):
-        if labels.count(label) > 1:
-            raise UsageError(
-                f"--agent: {labels.count(label)} agents are named {label!r}; name each one, e.g. "
-                f"--agent a={specs[0].agent} --agent b={specs[0].agent}:crn=true (NAME=BACKEND:options)"
-            )
+    try:
+        distinct_labels(specs)
+    except ValueError as exc:
+        raise UsageError(f"--agent: {exc}") from None
     if agent_opt and len(specs) > 1:
         raise UsageError(
             "--agent-opt is ambiguous with several --agent: give each agent's options in its own "

@@ -18,8 +18,8 @@ class Executor(Protocol):
     closes the generator (``contextlib.closing``), so an interrupt while the executor
     winds down reaches the caller rather than a garbage collector's finalizer.
 
-    ``runner`` is one RolloutRunner, or ``Batches`` (rollout/routes.py): several runners' jobs in
-    one map (a run's several agents), each job run by the runner ``runner_for`` gives it.
+    ``runner`` is one RolloutRunner, or a ``Router`` (rollout/routes.py): several agents' runners in
+    one map, each job run by the runner ``runner_for`` gives it.
     """
 
     def map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]: ...

@@ -6,7 +6,7 @@ the worker rebuilds the suite and backend (once per worker process), makes the
 workspace on its own disk, runs the rollout into a scratch folder, and ships the
 record folder's files back; the driver writes them into the run directory, so
 the layout is the same as with local workers. The rollout cache is consulted and
-filled on the driver. Several agents' jobs in one map (``Batches``) send each job with its own
+filled on the driver. Several agents' jobs in one map (a ``Router``) send each job with its own
 runner's spec (so each worker process keeps a backend per agent).
 
 Joining a cluster (``--ray-address``): Ray 2.60 turns token authentication on for a
@@ -105,7 +105,8 @@ class JobSpec:
     fallback_name: str
     replicate: int
     seed: int
-    agent: str | None = None  # the job's agent label (a training run with several agents)
+    agent: str | None = None  # the label of the job's agent
+    labelled: bool = False  # whether its files name the agent (several agents sharing a folder)
 
     @classmethod
     def of(cls, job: RolloutJob) -> JobSpec:
@@ -120,6 +121,7 @@ class JobSpec:
             replicate=job.replicate,
             seed=job.seed,
             agent=job.agent,
+            labelled=job.labelled,
         )
 
 
@@ -152,7 +154,7 @@ def run_on_worker(spec: RunnerSpec, job: JobSpec) -> tuple[str, dict[str, bytes]
             seal=spec.seal,
         )
         rollout_job = RolloutJob(
-            suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed, job.agent
+            suite.task(job.task_id), job.phase, candidate, job.replicate, job.seed, job.agent, job.labelled
         )
         record = runner.run(rollout_job)
         folder = rollout_dir(scratch, rollout_job)
@@ -206,7 +208,7 @@ class RayExecutor:
     def map(self, jobs: Sequence[RolloutJob], runner: JobRunner) -> Generator[RolloutRecord, None, None]:
         self._ensure()
         ray = self.ray
-        specs: dict[int, RunnerSpec] = {}  # id(runner) -> its spec (several with Batches: one per agent)
+        specs: dict[int, RunnerSpec] = {}  # id(runner) -> its spec (a Router's: one per agent)
         todo = []
         for job in jobs:
             own = runner_for(runner, job)
@@ -217,7 +219,7 @@ class RayExecutor:
                 continue
             if own.cache is not None and not own.fresh:
                 folder.parent.mkdir(parents=True, exist_ok=True)
-                if own.cache.fetch(own.cache_key(job), folder, job.phase, job.agent):
+                if own.cache.fetch(own.cache_key(job), folder, job.phase, job.target):
                     cached = load_record(folder)
                     if cached is not None:
                         yield cached

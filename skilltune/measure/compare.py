@@ -17,7 +17,7 @@ from skilltune.execute import Executor
 from skilltune.measure import read_suite
 from skilltune.metric import Metric
 from skilltune.rollout.runner import NO_SKILL, RetryPolicy, RolloutJob
-from skilltune.rollout.tally import accuracy, as_units
+from skilltune.rollout.tally import Unit, accuracy, unit_of
 from skilltune.runfiles import UNDECIDED, ArmResult, Comparison, PairResult, Phase, RolloutRecord
 from skilltune.score.base import require_same_contract
 from skilltune.score.trigger import trigger_stats
@@ -31,12 +31,13 @@ from skilltune.suite import Suite, Task
 def decisions(
     records: list[RolloutRecord], should: Mapping[str, bool]
 ) -> list[tuple[str, bool, bool | None]]:
-    """``(task id, should_trigger, skill_loaded)`` of each record of a task in ``should`` (the tasks
-    that say whether the skill should load); no decision for a rollout that yielded no result."""
+    """``(unit, should_trigger, skill_loaded)`` of each record whose unit (its task; with several
+    agents ``label/task``) is in ``should``; no decision for a rollout that yielded no result."""
+    named = [(str(unit_of(r)), r) for r in records]
     return [
-        (r.task_id, should[r.task_id], None if r.status in UNDECIDED else r.skill_loaded)
-        for r in records
-        if r.task_id in should
+        (unit, should[unit], None if r.status in UNDECIDED else r.skill_loaded)
+        for unit, r in named
+        if unit in should
     ]
 
 
@@ -47,22 +48,22 @@ def expected_loads(suite: Suite, split: str) -> dict[str, bool]:
 
 def _arm(
     records: list[RolloutRecord],
-    task_ids: list[str],
+    units: Sequence[Unit],
     reps: int,
     metric: Metric,
     skill_hash: str,
     should: Mapping[str, bool],
 ) -> ArmResult:
-    """One arm's accuracies and per-task, per-replicate scores (records outside the design are ignored)."""
-    kept = [r for r in records if r.task_id in task_ids and r.replicate < reps]
-    per_task: dict[str, list[float | None]] = {t: [None] * reps for t in task_ids}
+    """One arm's accuracies and per-unit, per-replicate scores (records outside the design are ignored)."""
+    per_task: dict[str, list[float | None]] = {str(u): [None] * reps for u in units}
+    kept = [r for r in records if str(unit_of(r)) in per_task and r.replicate < reps]
     for r in kept:
-        per_task[r.task_id][r.replicate] = r.score.metric(metric) if r.score else None
+        per_task[str(unit_of(r))][r.replicate] = r.score.metric(metric) if r.score else None
     return ArmResult(
         skill_hash=skill_hash,
-        hard_acc=accuracy(kept, "hard"),
-        soft_acc=accuracy(kept, "soft"),
-        mixed=accuracy(kept, "mixed"),
+        hard_acc=accuracy(kept, "hard", pool_agents=False),
+        soft_acc=accuracy(kept, "soft", pool_agents=False),
+        mixed=accuracy(kept, "mixed", pool_agents=False),
         n_tasks=len(task_means(per_task)),
         n_rollouts=len(records),
         n_scored=sum(1 for r in records if r.score is not None),
@@ -79,18 +80,15 @@ def build_comparison(
     reps: int,
     metric: Metric,
     arms: Mapping[str, tuple[str, list[RolloutRecord]]],
-    agents: Sequence[str] = (),
+    units: Sequence[Unit] | None = None,
 ) -> Comparison:
     """``arms``: name -> (skill hash, records). Pairs are every (a, b) in arm order; diff is b - a.
-    ``agents``: the labels of a training run's several agents, whose records are paired by their
-    (agent, task) units (``label/task``: the rows of ``per_task``)."""
-    task_ids = [t.id for t in suite.tasks(split)]
-    should = expected_loads(suite, split)
-    if agents:
-        task_ids = [f"{label}/{task}" for label in agents for task in task_ids]
-        should = {f"{label}/{task}": value for label in agents for task, value in should.items()}
-        arms = {name: (skill, as_units(recs)) for name, (skill, recs) in arms.items()}
-    results = {name: _arm(recs, task_ids, reps, metric, h, should) for name, (h, recs) in arms.items()}
+    ``units``: the rows, each paired across arms (default: the split's tasks; a training run's
+    several agents: its (agent, task) units, ``label/task``)."""
+    units = units if units is not None else [Unit(t.id) for t in suite.tasks(split)]
+    loads = expected_loads(suite, split)
+    should = {str(u): loads[u.task] for u in units if u.task in loads}
+    results = {name: _arm(recs, units, reps, metric, h, should) for name, (h, recs) in arms.items()}
     scored = [r.score.contract for _, recs in arms.values() for r in recs if r.score is not None]
     contract = require_same_contract(scored) if scored else None
     pairs = []

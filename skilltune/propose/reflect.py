@@ -19,7 +19,7 @@ from skilltune.errors import SkilltuneError
 from skilltune.judge.verdict import verdict_feedback
 from skilltune.proposal import Component, EvidencePacket, RejectedEdit, Trajectory, TriggerCase
 from skilltune.propose.groups import failure_groups, failure_keys, summary
-from skilltune.rollout.tally import unit_id
+from skilltune.rollout.tally import unit_of
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.suite import Suite
@@ -67,7 +67,7 @@ def failure_classes(suite: Suite) -> str:
 def trajectory_id(record: RolloutRecord) -> str:
     """``<task id>#r<replicate>``; in a run with several agents ``<label>/<task id>#r<replicate>``
     (two agents run the same task and replicate)."""
-    return f"{unit_id(record)}#r{record.replicate}"
+    return f"{unit_of(record)}#r{record.replicate}"
 
 
 def _order(item: tuple[RolloutRecord, Path]) -> tuple[str, str, int]:

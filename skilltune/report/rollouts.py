@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from skilltune.metric import Metric
-from skilltune.rollout.tally import unit_id
+from skilltune.rollout.tally import unit_of
 from skilltune.rundir import RunDir
 from skilltune.runfiles import SCHEMA_VERSION, RolloutRecord
 
@@ -92,7 +92,7 @@ class RolloutTally:
     def add(self, unit: str, folder: str, record: RolloutRecord) -> None:
         """Count ``record``, found in ``folder`` (relative to the run directory, POSIX). A run with
         several agents counts (agent, task) units (``label/task``), as its gate does."""
-        task = unit_id(record)
+        task = str(unit_of(record))
         self.total.add(record)
         self.units[unit].add(record)
         self.phases[(unit, record.phase)].add(record)

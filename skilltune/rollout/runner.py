@@ -1,10 +1,9 @@
 """One rollout: workspace -> agent -> score -> RolloutRecord on disk.
 
 Layout, everywhere: ``<out>/rollouts/<phase>/<arm>/<safe-id>_r<k>/`` (``RolloutJob.arm``) with
-``record.json`` (written last: its presence marks the rollout finished),
-``conversation.json``, ``events.jsonl``, ``diff.patch``, ``output.txt`` and,
-only when the rollout was scored, ``score.json`` (a judged rollout adds ``judge.json`` and
-``judge_inputs.json``).
+``record.json`` (written last: its presence marks the rollout finished), ``conversation.json``,
+``events.jsonl``, ``diff.patch``, ``output.txt`` and, only when the rollout was scored,
+``score.json`` (a judged rollout adds ``judge.json`` and ``judge_inputs.json``).
 
 Once the agent exited and the diff is saved, the workspace gets skill-trainer's ``output.txt``
 and ``task.json`` for the scorer (task.json is removed once scored). A scorer whose service is
@@ -45,8 +44,8 @@ SCORED_STATUSES = ("ok", "task_failed", "timeout")
 
 @dataclass(frozen=True)
 class RolloutJob:
-    """What to run: a task, under a candidate (None = no skill), as replicate k, by ``agent`` (the
-    label of the target agent in a run with several; None: the session's only one)."""
+    """What to run: a task, under a candidate (None = no skill), as replicate k, by ``agent`` (its
+    target agent's label); ``labelled``: its files name the agent, as several agents' in one folder do."""
 
     task: Task
     phase: Phase
@@ -54,19 +53,20 @@ class RolloutJob:
     replicate: int
     seed: int
     agent: str | None = None
+    labelled: bool = False
 
     @property
     def cand12(self) -> str:
         return self.candidate.short if self.candidate else NO_SKILL
 
     @property
-    def arm(self) -> str:
-        """Its folder in ``rollouts/<phase>/``: ``<cand12>``, or ``<cand12>@<label>`` (several agents)."""
-        return self.cand12 if self.agent is None else f"{self.cand12}@{self.agent}"
+    def target(self) -> str | None:  # the agent's label as its files write it (record.json's target)
+        return self.agent if self.labelled else None
 
     @property
-    def key(self) -> tuple[str, str | None, str, int]:  # what names the job in a batch
-        return (self.cand12, self.agent, self.task.id, self.replicate)
+    def arm(self) -> str:
+        """Its folder in ``rollouts/<phase>/``: ``<cand12>``, or ``<cand12>@<label>`` (labelled)."""
+        return self.cand12 if self.target is None else f"{self.cand12}@{self.target}"
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class RolloutRunner:
         key = self.cache_key(job) if self.cache is not None else ""
         if self.cache is not None and not self.fresh:
             folder.parent.mkdir(parents=True, exist_ok=True)
-            if self.cache.fetch(key, folder, job.phase, job.agent):
+            if self.cache.fetch(key, folder, job.phase, job.target):
                 record = load_record(folder)
                 if record is not None:
                     return record
@@ -191,7 +191,7 @@ class RolloutRunner:
             "seed": job.seed,
             "candidate": job.candidate.hash if job.candidate else NO_SKILL,
             "agent": self.backend.name,
-            "target": job.agent,
+            "target": job.target,
             "options_hash": self.options_hash,
             "task_hash": self.suite.task_hash(job.task),
             "sandbox": self.sandbox,

@@ -144,7 +144,7 @@ from skilltune.runfiles.units import (
     UnitVerdict,
     Verdict,
 )
-from skilltune.settings import AgentSpec
+from skilltune.settings import AgentSpec, AgentSpecs, distinct_labels
 
 __all__ = [
     "CARRIED",
@@ -154,6 +154,7 @@ __all__ = [
     "UNIT_FILES",
     "AgentEvidence",
     "AgentSpec",
+    "AgentSpecs",
     "AgentsGate",
     "ArmResult",
     "AskFile",
@@ -217,5 +218,6 @@ __all__ = [
     "UnitVerdict",
     "Verdict",
     "active_seconds",
+    "distinct_labels",
     "parse_event",
 ]

@@ -11,7 +11,13 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+# What tasks are keyed by: a task id, or a gate's (agent, task) unit (rollout/tally.py's ``Unit``)
+Key = TypeVar("Key", bound="SupportsRichComparison")
 
 ZERO = 1e-12  # a per-task difference this small is float noise around an exact zero
 
@@ -40,7 +46,7 @@ def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
-def task_means(per_task: Mapping[str, Sequence[float | None]]) -> dict[str, float]:
+def task_means(per_task: Mapping[Key, Sequence[float | None]]) -> dict[Key, float]:
     """Each task's mean over its scored replicates (tasks with none are left out)."""
     out = {}
     for task, scores in per_task.items():
@@ -50,8 +56,8 @@ def task_means(per_task: Mapping[str, Sequence[float | None]]) -> dict[str, floa
     return out
 
 
-def paired_differences(a: Mapping[str, float], b: Mapping[str, float]) -> list[float]:
-    """b - a for every task both arms scored, in task-id order."""
+def paired_differences(a: Mapping[Key, float], b: Mapping[Key, float]) -> list[float]:
+    """b - a for every task both arms scored, in task order (a gate's units: in their names' order)."""
     return [b[t] - a[t] for t in sorted(set(a) & set(b))]
 
 

@@ -1,15 +1,16 @@
-"""Several target agents in one training run (issue 22): their sessions, their units, their veto.
+"""Several target agents in one training run (issue 22): their session, their evidence, their veto.
 
-A run given ``--agent`` more than once runs every job of every stage (train minibatch, screen,
-gate rounds, epoch comparisons, held-out test) once per agent: each job and record names its
+A run given ``--agent`` more than once opens one rollout session of all its agents (session.py's
+``RolloutSession``: a target per label), which runs every job of every stage (train minibatch,
+screen, gate rounds, epoch comparisons, held-out test) once per agent: each job and record names its
 agent's label (``RolloutJob.agent``, ``RolloutRecord.target``) and its rollouts lie in a folder of
-their own (``rollouts/<phase>/<cand12>@<label>/``). A run with one agent has no labels: its jobs,
-folders and files are exactly as before.
+their own (``rollouts/<phase>/<cand12>@<label>/``). A run with one agent has no labels in its files:
+its jobs' folders and its files are exactly as before.
 
-The gate's unit is the (agent, task) pair, named ``label/task`` (rollout/tally.py's ``unit_id``): the gate runs its
-test on the pooled units at the decision's level, so the run-wide error control is unchanged.
-``--agents-gate`` says what a keep means: ``mean`` takes the pooled test's decision;
-``no-worse`` (the default) also runs, per agent, the one-sided paired regression test of the
+The gate's unit is the (agent, task) pair (rollout/tally.py's ``Unit``, named ``label/task`` in the
+files): the gate runs its test on the pooled units at the decision's level, so the run-wide error
+control is unchanged. ``--agents-gate`` says what a keep means: ``mean`` takes the pooled test's
+decision; ``no-worse`` (the default) also runs, per agent, the one-sided paired regression test of the
 secondary-suite veto (training/secondary.py's ``regression_test``, at the suite's
 ``secondary_alpha``) and turns an accept into a reject when an agent is significantly hurt. The
 veto can only turn accepts into rejects, so it cannot raise the false-accept rate. The sequential
@@ -21,71 +22,32 @@ every agent is still vetoed. Trigger tasks are trade-offs (``trade_offs``) under
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 
-from skilltune.errors import UsageError
 from skilltune.execute import Executor
 from skilltune.metric import Metric
 from skilltune.rollout.runner import RetryPolicy
-from skilltune.rollout.tally import accuracy
+from skilltune.rollout.tally import Unit, accuracy
 from skilltune.runfiles import AgentEvidence, AgentsGate, RolloutRecord, TrainConfig, Verdict
-from skilltune.session import RolloutSession, refuse_the_same_agent_twice
+from skilltune.session import RolloutSession
 from skilltune.skill import Candidate
-from skilltune.suite import Suite, Task
+from skilltune.suite import Suite
 from skilltune.training.secondary import regression_test
 
-# The sessions of a run's target agents, by label (None: the only agent of a one-agent run).
-Targets = Mapping[str | None, RolloutSession]
 
-
-def open_targets(
+def open_rollouts(
     suite: Suite,
     config: TrainConfig,
     seed: Candidate,
     retry: RetryPolicy | None = None,
     executor: Executor | None = None,
-) -> dict[str | None, RolloutSession]:
-    """A session per target agent, every agent's checks passed before anything is written (one agent:
-    the one session, labelled None). Raises UsageError naming the agent that refuses."""
-    if not config.several:  # a TrainConfig is its rollouts' settings
-        session = RolloutSession.open(
-            suite, config, tasks=suite.all_tasks(), candidates=[seed], retry=retry, executor=executor
-        )
-        return {None: session}
-    sessions: dict[str | None, RolloutSession] = {}
-    for spec in config.agents:
-        try:
-            sessions[spec.label] = RolloutSession.open(
-                suite, config.for_agent(spec), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
-                executor=executor,
-            )  # fmt: skip
-        except UsageError as exc:
-            raise UsageError(f"--agent {spec.label}={spec.agent}: {exc}") from None
-    refuse_the_same_agent_twice(sessions)
-    return sessions
-
-
-def share_executor(targets: Targets) -> None:
-    """Every agent's rollouts through the first one's executor (made on first use)."""
-    sessions = list(targets.values())
-    for session in sessions[1:]:
-        session.executor = sessions[0].executor
-
-
-def refusal(targets: Targets, candidate: Candidate) -> str | None:
-    """Why an agent cannot take ``candidate`` at all (naming it when there are several), or None."""
-    for label, session in targets.items():
-        problem = session.refusal(candidate)
-        if problem is not None:
-            return problem if label is None else f"agent {label}: {problem}"
-    return None
-
-
-def describe(targets: Targets) -> str:
-    """The target agents as messages name them: the backend, or ``label (backend), ...``."""
-    if list(targets) == [None]:
-        return targets[None].target.name
-    return ", ".join(f"{label} ({session.target.name})" for label, session in targets.items())
+) -> RolloutSession:
+    """The run's rollout session: every agent's checks passed before anything is written (a TrainConfig
+    is its rollouts' settings). Raises UsageError naming the agent that refuses."""
+    return RolloutSession.open(
+        suite, config, config.targets(), tasks=suite.all_tasks(), candidates=[seed], retry=retry,
+        executor=executor,
+    )  # fmt: skip
 
 
 def agent_evidence(
@@ -137,15 +99,13 @@ def agents_veto(verdict: Verdict, evidence: list[AgentEvidence], mode: AgentsGat
     )
 
 
-def trade_offs(trigger: list[str], labels: list[str]) -> frozenset[str]:
+def trade_offs(trigger: Collection[str], units: Sequence[Unit]) -> frozenset[str]:
     """The units the harm veto does not veto one by one: the trigger tasks' (on every agent)."""
-    return frozenset(f"{a}/{t}" for a in labels for t in trigger) if labels else frozenset(trigger)
+    return frozenset(str(u) for u in units if u.task in trigger)
 
 
-def harm_groups(val: list[Task], labels: list[str], mode: AgentsGate) -> dict[str, str]:
+def harm_groups(units: Sequence[Unit], mode: AgentsGate) -> dict[str, str]:
     """How the harm veto pools units: under ``--agents-gate mean`` a task's units across the agents
     (``label/task`` -> ``task``), so the veto looks at the task's mean difference over the agents;
     otherwise none (under ``no-worse`` each (agent, task) unit is vetoed on its own)."""
-    if not labels or mode != "mean":
-        return {}
-    return {f"{a}/{t.id}": t.id for a in labels for t in val}
+    return {str(u): u.task for u in units} if mode == "mean" else {}

@@ -24,7 +24,6 @@ from skilltune.skill import lint_candidate, load_skill
 from skilltune.store import write_text
 from skilltune.suite import Suite
 from skilltune.textfmt import count
-from skilltune.training.agents import refusal
 from skilltune.training.config import absolute_paths, config_file, make_config, settings_for_resume
 from skilltune.training.context import RunContext, Setup
 from skilltune.training.loop import execute
@@ -126,7 +125,7 @@ def train(
     config = make_config(**absolute_paths({"suite": suite, "skill": skill, "tag": tag, **settings}))
     seed = load_skill(config.skill)
     setup = Setup.of(config, seed, retry, shared_executor)
-    refused = refusal(setup.rollouts, seed)
+    refused = setup.rollouts.refusal(seed)
     if refused is not None:
         raise UsageError(f"the seed skill: {refused}")
     _check_places(config.runs_dir, setup.suite)

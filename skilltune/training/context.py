@@ -25,7 +25,7 @@ from skilltune.session import RolloutSession
 from skilltune.skill import Candidate
 from skilltune.skill_repo import SkillRepo
 from skilltune.suite import Suite, load_suite
-from skilltune.training.agents import open_targets
+from skilltune.training.agents import open_rollouts
 from skilltune.training.budget import Budget, Plan
 from skilltune.training.rollouts import RunRollouts
 from skilltune.training.rungate import RunGate
@@ -39,7 +39,7 @@ class Setup:
 
     config: TrainConfig
     suite: Suite
-    rollouts: dict[str | None, RolloutSession]  # by agent label (None: the only agent)
+    rollouts: RolloutSession  # every target agent's, by label
     proposer: Proposer
     gate: RunGate
     plan: Plan
@@ -56,7 +56,7 @@ class Setup:
         suite = load_suite(
             config.suite, prompt_variant=config.prompt_variant, judge_options=config.judge_options
         )
-        rollouts = open_targets(suite, config, seed, retry, executor)
+        rollouts = open_rollouts(suite, config, seed, retry, executor)
         proposer = make_proposer(config.proposer, suite, config.proposer_options)
         gate = RunGate(
             config.gate, config.metric, config.reps, config.gate_options,
@@ -64,7 +64,7 @@ class Setup:
         )  # fmt: skip
         plan = Plan.of(
             suite, config.batch, config.reps, config.test_reps, config.screen,
-            config.slow_update_sample, gate.max_replicates, len(rollouts), config.asks,
+            config.slow_update_sample, gate.max_replicates, len(rollouts.targets), config.asks,
             max(config.edit_budget.start, config.edit_budget.end),
         )  # fmt: skip
         return cls(config, suite, rollouts, proposer, gate, plan)

@@ -10,13 +10,13 @@ resume, and the findings bank appends each entry once).
 
 from __future__ import annotations
 
-from skilltune.measure.compare import build_comparison
-from skilltune.measure.transfer import TRANSFER_FILE, agent_column, build_transfer
+from skilltune.measure.compare import build_comparison, by_arm
+from skilltune.measure.transfer import agent_comparisons
 from skilltune.review.audit import audit_history
 from skilltune.review.findings import record_findings
 from skilltune.review.lineage import History
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import Comparison, RolloutRecord, Transfer, UnitRecord
+from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.textfmt import count, fmt
 from skilltune.training.budget import records_run
@@ -58,7 +58,9 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
 
 
 def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
-    """S0 and best on test with ``test_reps`` replicates (comparison.json is its memo)."""
+    """S0 and best on test with ``test_reps`` replicates (comparison.json is its memo). With several
+    agents, first each one's comparison and the skill x agent table (``final/<label>/comparison.json``,
+    ``final/transfer.json``, as ``skilltune compare`` writes them); comparison.json pairs the units."""
     if ctx.run.comparison.is_file():
         return Comparison.read(ctx.run.comparison)
     arms = {"S0": ctx.seed, "best": best}
@@ -67,37 +69,18 @@ def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
         j for cand in arms.values() for j in ctx.rollouts.jobs(tasks, cand, "test", 0, ctx.config.test_reps)
     ]
     records = [r for r, _ in ctx.rollouts.run(ctx.run.final, jobs)]
-    by_arm = {
-        name: (cand.hash, [r for r in records if r.candidate == cand.hash]) for name, cand in arms.items()
-    }
-    labels = ctx.rollouts.labels
-    if labels:  # several agents: each one's comparison and the skill x agent table, then the pooled one
-        final_transfer(ctx, by_arm, records)
+    c = ctx.config
+    if ctx.rollouts.labels:
+        mine = {label: [r for r in records if r.target == label] for label in ctx.rollouts.labels}
+        agent_comparisons(
+            ctx.rollouts.rollout_session, arms, "test", c.test_reps, c.metric, mine, ctx.run.final
+        )
     comparison = build_comparison(
-        ctx.suite, "test", ctx.rollouts.agent, ctx.config.test_reps, ctx.config.metric, by_arm, labels
-    )
+        ctx.suite, "test", ctx.rollouts.agent, c.test_reps, c.metric, by_arm(arms, records),
+        ctx.rollouts.units(tasks),
+    )  # fmt: skip
     comparison.write(ctx.run.comparison)
     return comparison
-
-
-def final_transfer(
-    ctx: RunContext, by_arm: dict[str, tuple[str, list[RolloutRecord]]], records: list[RolloutRecord]
-) -> Transfer:
-    """A run with several agents: ``final/<label>/comparison.json`` per agent and ``final/transfer.json``
-    (the skill x agent table of ``skilltune compare``), from the held-out test's records."""
-    comparisons: dict[str, Comparison] = {}
-    columns = []
-    for spec in ctx.config.agents:
-        mine = {name: (h, [r for r in recs if r.target == spec.label]) for name, (h, recs) in by_arm.items()}
-        name = ctx.rollouts.targets[spec.label].target.name
-        comparison = build_comparison(ctx.suite, "test", name, ctx.config.test_reps, ctx.config.metric, mine)
-        comparison.write(ctx.run.final / spec.label / "comparison.json")
-        comparisons[spec.label] = comparison
-        own = [r for r in records if r.target == spec.label]
-        columns.append(agent_column(spec.label, spec, comparison, own))
-    transfer = build_transfer(ctx.suite, comparisons, columns)
-    transfer.write(ctx.run.final / TRANSFER_FILE)
-    return transfer
 
 
 def review(ctx: RunContext, state: TerminalState, reason: str) -> None:

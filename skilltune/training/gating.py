@@ -19,7 +19,6 @@ from skilltune.metric import Metric
 from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
 from skilltune.rollout.runner import RolloutJob, rollout_dir
-from skilltune.rollout.tally import as_units
 from skilltune.runfiles import (
     AgentsGate,
     Phase,
@@ -186,7 +185,7 @@ class ValSampler:
         inc = [r for r in gated if r.candidate == self.incumbent.hash]
         self.seen_candidate += cand
         self.seen_incumbent += inc
-        return as_units(cand), as_units(inc)  # several agents: the gate's units are (agent, task)
+        return cand, inc  # the gate pairs them by unit: (agent, task) with several agents
 
     def secondary(self, verdict: Verdict, metric: Metric) -> Verdict:
         """The verdict after the secondary suite's regression test (none named: unchanged)."""
@@ -195,8 +194,8 @@ class ValSampler:
             return verdict
         check = regression_test(
             name,
-            as_units([r for r in self.held if r.candidate == self.candidate.hash]),
-            as_units([r for r in self.held if r.candidate == self.incumbent.hash]),
+            [r for r in self.held if r.candidate == self.candidate.hash],
+            [r for r in self.held if r.candidate == self.incumbent.hash],
             metric,
             self.rollouts.suite.config.secondary_alpha,
         )
@@ -314,9 +313,9 @@ def decide(
             val = ctx.suite.tasks("val")
             sampler = ValSampler(ctx.rollouts, folder, val, candidate, incumbent, seq, pool)
             trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
-            labels = ctx.rollouts.labels
-            gate.trade_offs = trade_offs(trigger, labels)
-            gate.harm_groups = harm_groups(val, labels, ctx.config.agents_gate)
+            units = ctx.rollouts.units(val)
+            gate.trade_offs = trade_offs(trigger, units)
+            gate.harm_groups = harm_groups(units, ctx.config.agents_gate)
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)

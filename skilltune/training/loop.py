@@ -102,7 +102,7 @@ def _warn_val_size(ctx: RunContext) -> None:
     if not ctx.gate.leveled:
         return
     levels = ctx.gate.run_alpha.planned_levels()
-    agents = max(1, len(ctx.rollouts.labels))  # several agents: the gate's units are (agent, task) pairs
+    agents = len(ctx.rollouts.targets)  # several agents: the gate's units are (agent, task) pairs
     note, warning = val_size_notes(len(ctx.suite.tasks("val")), levels, ctx.gate.run_alpha.alpha, agents)
     if note:
         ctx.reporter.line(note)
