@@ -57,8 +57,9 @@ def audit(
     The checks: val/test leakage into what the proposer saw or wrote (ids and passages of 8+
     words), the best moving only by gate accepts, PROTECTED blocks changed outside epoch updates,
     scoring-contract and agent/model/CLI drift, rejected edits proposed again, and gates that
-    decided on contaminated rounds. Exit 1 with findings, 0 when clean. A warning (the best skill
-    quoting one train task's prompt) leaves a run clean.
+    decided on contaminated rounds. Exit 1 with findings, 0 when clean.
+
+    A warning (the best skill quoting one train task's prompt) leaves a run clean.
     """
     from skilltune.review.audit import audit as run_audit
 
