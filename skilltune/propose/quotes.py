@@ -94,7 +94,6 @@ class TrainPrompts:
 
     def __init__(self, prompts: Mapping[str, str]) -> None:
         """``prompts``: task id -> its prompt (one per task: replicates are one task)."""
-        self.tasks = len(prompts)
         self._held: dict[int, dict[Gram, set[str]]] = {QUOTED_WORDS: {}, RUN_WORDS: {}}
         for task_id, prompt in prompts.items():
             prompt_words = words(prompt)
