@@ -263,9 +263,9 @@ def test_a_best_skill_quoting_a_train_prompt_is_a_warning_not_a_finding(quoting:
     """Vet drops a rule quoting a prompt of the step's evidence; one quoting a train task outside it
     (as an epoch update, a rewrite or a run made before the guard could add) reaches the best skill,
     and the audit warns of it: train text is allowed evidence, so the run stays clean (exit 0)."""
-    result = train(
+    result = train(  # one ask a step: its packet is the batch, so "outside" is outside the batch
         MOCK_SUITE, MOCK_SKILL, tag="quote", runs_dir=str(tmp_path), max_steps=2, seed=2, proposer=quoting,
-        **_quiet(),
+        proposals=1, **_quiet(),
     )  # fmt: skip
     assert result.kept == 1
     run = RunDir(tmp_path / "quote")
@@ -278,8 +278,11 @@ def test_a_best_skill_quoting_a_train_prompt_is_a_warning_not_a_finding(quoting:
     assert found.clean and found.findings == []
     (warning,) = found.warnings
     assert warning.check == "train-quote" and warning.where == "best_skill/SKILL.md"
-    (quote,) = warning.details["quotes"]
-    task = load_suite(MOCK_SUITE).task(quote["task"])
-    assert task.split == "train" and quote["text"] in " ".join(words(task.prompt))
-    assert f"warning: train-quote: best_skill/SKILL.md: added by {warning.details['units'][0]}" in cli.output
-    assert f"(train task {task.id})" in " ".join(cli.output.split())
+    quotes = warning.details["quotes"]
+    suite = load_suite(MOCK_SUITE)
+    for quote in quotes:
+        task = suite.task(quote["task"])
+        assert task.split == "train" and quote["text"] in " ".join(words(task.prompt))
+    units = ", ".join(warning.details["units"])
+    assert f"warning: train-quote: best_skill/SKILL.md: added by {units}" in cli.output
+    assert f"(train task {quotes[0]['task']})" in " ".join(cli.output.split())

@@ -76,6 +76,8 @@ def test_a_rule_quoting_one_train_prompt_is_found(
         "- Route billing questions to Billing.",
         "- Answer with one label: 'Support', 'Billing' or 'Engineering'.",  # quoted labels
         "- If the ticket says 'no refund after', route to Billing.",  # three quoted words
+        # four words of one prompt make less than half of the quote: phrasing, not what was quoted
+        "- For 'a customer whose dashboard returns a 502 after every login to the admin console', ask for a HAR file.",
         "- This morning the dashboard returns a 502: Engineering.",  # seven words in a row
         # a span several train prompts hold is a pattern of the split, not one task's quote
         "- Answer 'Which team should handle this ticket' with one team name.",

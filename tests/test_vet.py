@@ -120,6 +120,33 @@ def test_an_edit_quoting_a_train_prompt_is_dropped_with_the_task_and_the_quote()
     assert [e.text for e in again.edits] == [edits[0].text] and again.dropped == []
 
 
+def test_a_pattern_is_judged_on_the_whole_batch_not_on_one_asks_part_of_it() -> None:
+    """A focused ask shows one failure group and two passing trajectories: there the question every
+    ticket-number task asks is one task's words; the step's batch shows it is the split's pattern."""
+    question = "\n\nWhich ticket number is the customer writing about?"
+    batch = _packet().model_copy(
+        update={
+            "failures": [
+                _ticket("ticket-a", 0, 'Customer message:\n"Re: ticket 48213, still no refund."' + question),
+                _ticket(
+                    "ticket-b", 0, 'Customer message:\n"About case #77120: the export fails."' + question
+                ),
+            ],
+            "successes": [_ticket("area-a", 0, 'Customer message:\n"I was charged twice."')],
+        }
+    )
+    focused = batch.model_copy(update={"failures": batch.failures[:1]})
+    edit = Edit(
+        op="append", support=["ticket-a#r0"],
+        text="- When asked 'Which ticket number is the customer writing about?', reply with its digits only.",
+    )  # fmt: skip
+    alone = vet_edits(Proposal(edits=[edit]), focused)
+    assert [d.reason for d in alone.dropped] == [
+        "quotes train task ticket-a's prompt: 'which ticket number is the customer writing about'"
+    ]
+    assert vet_edits(Proposal(edits=[edit]), focused, batch=batch).edits == [edit]
+
+
 def test_a_description_quoting_a_trigger_request_is_dropped() -> None:
     request = "Please deploy the staging cluster to eu-west-1 tonight, after the freeze."
     packet = _packet().model_copy(

@@ -9,8 +9,10 @@ escaping do not hide a span (the leak search, review/leakage.py, reads text the 
 *quote* is a run of words of a train prompt found in the text:
 
 - ``QUOTED_WORDS`` (4) or more words inside one quoted span of the text ('...', "...", `...`,
-  curly quotes): quoting marks the words as the task's own; three words ('charged twice for')
-  are too little to key a rule on one task, and labels ('billing', `support-tier-2`) are shorter;
+  curly quotes) that make at least half of that span: quoting marks the words as the task's own;
+  three words ('charged twice for') are too little to key a rule on one task, labels ('billing',
+  `support-tier-2`) are shorter, and four words of a long quote ('write the postmortem for' in a
+  quoted sentence of another task) are phrasing the prompts share, not the quote;
 - ``RUN_WORDS`` (8) or more consecutive words anywhere: a general rule shares short phrases with
   prompts ('reply with the ticket number only' is six words), eight in a row are copied;
 
@@ -122,6 +124,8 @@ class TrainPrompts:
         short = lookup(QUOTED_WORDS)
         for span in quoted_spans(text):
             for passage, task in passages(span, QUOTED_WORDS, short):
+                if 2 * len(passage.split()) < len(span):
+                    continue  # a few words of a longer quote: shared phrasing, not what was quoted
                 # A quoted passage inside a longer run already found is the same quote.
                 if not any(f" {passage} " in f" {q.text} " for q in found):
                     found.append(Quote(passage, task))
