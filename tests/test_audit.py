@@ -62,9 +62,11 @@ def test_the_mock_demo_run_is_clean_and_train_wrote_its_audit(demo_run: RunDir) 
     assert written.clean and written.findings == []
     assert written.searched["passages"] > 1000 and written.searched["ids"] == 62  # 48 val + 14 test ids
     assert written.searched["documents"] >= 20
+    assert written.searched["train_prompts"] == 14 and written.warnings == []
+    assert "warnings" not in json.loads(demo_run.audit.read_text())  # left out while empty
     result = runner.invoke(app, ["audit", str(demo_run.root)])
     assert result.exit_code == 0, result.output
-    assert "clean" in result.output
+    assert "clean" in result.output and "warning" not in result.output
 
 
 def test_a_planted_protected_block_change_is_flagged(run_copy: RunDir) -> None:
@@ -224,3 +226,63 @@ def test_train_audits_at_its_end_and_a_leak_does_not_change_its_exit_code(leaky:
     assert leaks and all("val-redis-eviction" in f.message for f in leaks)
     assert any(f.where.startswith("steps/step_0001/reflections.json edits[") for f in leaks)
     assert (tmp_path / "leak" / "TERMINAL").read_text().split(":")[0] in ("success", "no-progress")
+
+
+class QuotingProposer(MockProposer):
+    """The mock's edits, and two rules keyed on the first sentence of a train prompt: one of a task
+    in the step's evidence (vet drops it), and one of a train task outside it, which vet cannot see."""
+
+    name = "quoting"
+
+    def propose(self, packet: EvidencePacket) -> Proposal:
+        proposal = super().propose(packet)
+        shown = [*packet.failures, *packet.successes]
+        outside = next(t for t in self.suite.tasks("train") if t.id not in {s.task_id for s in shown})
+
+        def rule(prompt: str) -> str:
+            return f"- If the request says '{prompt.split('. ', maxsplit=1)[0]}', follow the timeline rules."
+
+        quotes = [
+            Edit(op="append", text=rule(outside.prompt), support=[shown[0].id]),
+            Edit(op="append", text=rule(shown[0].prompt), support=[shown[0].id]),
+        ]
+        later = [e.model_copy(update={"rank": e.rank + 2}) for e in proposal.edits]
+        return proposal.model_copy(update={"edits": [*quotes, *later]})
+
+
+@pytest.fixture
+def quoting() -> Iterator[str]:
+    PROPOSERS.register(QuotingProposer.name, QuotingProposer)
+    try:
+        yield QuotingProposer.name
+    finally:
+        PROPOSERS.unregister(QuotingProposer.name)
+
+
+def test_a_best_skill_quoting_a_train_prompt_is_a_warning_not_a_finding(quoting: str, tmp_path: Path) -> None:
+    """Vet drops a rule quoting a prompt of the step's evidence; one quoting a train task outside it
+    (as an epoch update, a rewrite or a run made before the guard could add) reaches the best skill,
+    and the audit warns of it: train text is allowed evidence, so the run stays clean (exit 0)."""
+    result = train(  # one ask a step: its packet is the batch, so "outside" is outside the batch
+        MOCK_SUITE, MOCK_SKILL, tag="quote", runs_dir=str(tmp_path), max_steps=2, seed=2, proposer=quoting,
+        proposals=1, **_quiet(),
+    )  # fmt: skip
+    assert result.kept == 1
+    run = RunDir(tmp_path / "quote")
+    (dropped,) = ReflectionsFile.read(run.unit_dir("step", 1) / "reflections.json").dropped
+    cited = dropped.edit.support[0].split("#")[0]  # the rule quoting the task it cites
+    assert dropped.reason.startswith(f"quotes train task {cited}'s prompt: '")
+    cli = runner.invoke(app, ["audit", str(run.root)])
+    assert cli.exit_code == 0, cli.output
+    found = AuditFile.read(run.audit)
+    assert found.clean and found.findings == []
+    (warning,) = found.warnings
+    assert warning.check == "train-quote" and warning.where == "best_skill/SKILL.md"
+    quotes = warning.details["quotes"]
+    suite = load_suite(MOCK_SUITE)
+    for quote in quotes:
+        task = suite.task(quote["task"])
+        assert task.split == "train" and quote["text"] in " ".join(words(task.prompt))
+    units = ", ".join(warning.details["units"])
+    assert f"warning: train-quote: best_skill/SKILL.md: added by {units}" in cli.output
+    assert f"(train task {quotes[0]['task']})" in " ".join(cli.output.split())

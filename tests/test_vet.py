@@ -1,5 +1,5 @@
-"""Vetting proposed edits (citations, anchor repair), the growth cap's floor, fitting a patch under it,
-and the val-free outcome the proposer is told."""
+"""Vetting proposed edits (citations, train quotes, anchor repair), the growth cap's floor, fitting a
+patch under it, and the val-free outcome the proposer is told."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from skilltune.proposal import Edit, EvidencePacket, Proposal, Trajectory
+from skilltune.proposal import Edit, EvidencePacket, Proposal, Trajectory, TriggerCase
 from skilltune.propose.edit import GROWTH_ALLOWED, PatchError, fit_growth, growth_limit, lint_edit
 from skilltune.propose.merge import normal_form
 from skilltune.propose.prompts import reflect_prompt, slow_update_prompt
@@ -19,6 +19,7 @@ from skilltune.propose.vet import (
     drop_uncited,
     parse_anchor_repair,
     repair_anchors,
+    vet_edits,
 )
 from skilltune.runfiles import UnitRecord
 from skilltune.skill import Candidate
@@ -68,6 +69,106 @@ def test_an_edit_citing_no_trajectory_of_the_packet_is_dropped_with_its_reason()
     assert [(d.edit.text, d.reason) for d in vetted.dropped] == [
         ("- Copy the schema.", "cites no trajectory of this step's evidence (it cited '<trajectory id>')"),
         ("- Nothing cited.", "cites no trajectory of this step's evidence (it cited nothing)"),
+    ]
+
+
+TICKET = (
+    'Customer message:\n"Since this morning the dashboard returns a 502 whenever I open the Reports tab."'
+)
+ROUTE = "\n\nWhich team should handle this ticket: Support, Billing or Engineering?"
+
+
+def _ticket(task: str, replicate: int, message: str) -> Trajectory:
+    return _trajectory(task, replicate).model_copy(update={"prompt": message + ROUTE})
+
+
+def test_an_edit_quoting_a_train_prompt_is_dropped_with_the_task_and_the_quote() -> None:
+    """Issue 31: the 1.5B analyst keyed a rule on a span of one ticket. Replicates of a task are one
+    prompt; the question every ticket ends with is the split's pattern, which a rule may name."""
+    packet = _packet().model_copy(
+        update={
+            "failures": [_ticket("ticket-502", 0, TICKET), _ticket("ticket-502", 1, TICKET)],
+            "successes": [
+                _ticket("ticket-refund", 0, 'Customer message:\n"Still no refund after two weeks."')
+            ],
+        }
+    )
+    edits = [
+        Edit(op="append", text="- If the ticket contains 'dashboard returns a 502', route to Support.",
+             support=["ticket-502#r0"]),
+        Edit(op="append", text="- Route billing questions to Billing.", support=["ticket-refund#r0"]),
+        Edit(op="append", text="- Answer 'which team should handle this ticket' with one word.",
+             support=["ticket-refund"]),
+        Edit(op="insert_after", anchor="- Read the ticket.", support=["ticket-502"],
+             text="- Since this morning the dashboard returns a 502? Engineering. 'Still no refund after two weeks'?"),
+        Edit(op="append", text="- 'dashboard returns a 502' cites nothing.", support=["<trajectory id>"]),
+    ]  # fmt: skip
+    vetted = vet_edits(Proposal(edits=edits), packet)
+    assert [e.text for e in vetted.edits] == [edits[1].text, edits[2].text]
+    assert [d.reason for d in vetted.dropped] == [
+        "cites no trajectory of this step's evidence (it cited '<trajectory id>')",
+        "quotes train task ticket-502's prompt: 'dashboard returns a 502'",
+        "quotes train task ticket-502's prompt: 'since this morning the dashboard returns a 502' (and 1 more span(s))",
+    ]
+    # the same words in the skill already are not the edit's quote
+    skill = SKILL.replace(
+        "- Read the ticket.", "- Read the ticket: 'dashboard returns a 502' is a server fault."
+    )
+    again = vet_edits(
+        Proposal(edits=edits[:1]), packet.model_copy(update={"skill_files": {"SKILL.md": skill}})
+    )
+    assert [e.text for e in again.edits] == [edits[0].text] and again.dropped == []
+
+
+def test_a_pattern_is_judged_on_the_whole_batch_not_on_one_asks_part_of_it() -> None:
+    """A focused ask shows one failure group and two passing trajectories: there the question every
+    ticket-number task asks is one task's words; the step's batch shows it is the split's pattern."""
+    question = "\n\nWhich ticket number is the customer writing about?"
+    batch = _packet().model_copy(
+        update={
+            "failures": [
+                _ticket("ticket-a", 0, 'Customer message:\n"Re: ticket 48213, still no refund."' + question),
+                _ticket(
+                    "ticket-b", 0, 'Customer message:\n"About case #77120: the export fails."' + question
+                ),
+            ],
+            "successes": [_ticket("area-a", 0, 'Customer message:\n"I was charged twice."')],
+        }
+    )
+    focused = batch.model_copy(update={"failures": batch.failures[:1]})
+    edit = Edit(
+        op="append", support=["ticket-a#r0"],
+        text="- When asked 'Which ticket number is the customer writing about?', reply with its digits only.",
+    )  # fmt: skip
+    alone = vet_edits(Proposal(edits=[edit]), focused)
+    assert [d.reason for d in alone.dropped] == [
+        "quotes train task ticket-a's prompt: 'which ticket number is the customer writing about'"
+    ]
+    assert vet_edits(Proposal(edits=[edit]), focused, batch=batch).edits == [edit]
+
+
+def test_a_description_quoting_a_trigger_request_is_dropped() -> None:
+    request = "Please deploy the staging cluster to eu-west-1 tonight, after the freeze."
+    packet = _packet().model_copy(
+        update={
+            "component": "description",
+            "triggers": [
+                TriggerCase(id="deploy-eu#r0", task_id="deploy-eu", prompt=request, should_trigger=True, loaded=False),
+                TriggerCase(id="weather#r0", task_id="weather", prompt="Will it rain?", should_trigger=False, loaded=False),
+            ],
+        }
+    )  # fmt: skip
+    quoting = Edit(
+        op="description",
+        support=["deploy-eu#r0"],
+        text="Routes tickets. Use when asked to 'deploy the staging cluster to eu-west-1'.",
+    )
+    general = Edit(op="description", support=["deploy-eu#r0"],
+                   text="Routes tickets. Use when asked to deploy a cluster to a region.")  # fmt: skip
+    vetted = vet_edits(Proposal(edits=[quoting, general]), packet)
+    assert vetted.edits == [general]
+    assert [d.reason for d in vetted.dropped] == [
+        "quotes train task deploy-eu's prompt: 'deploy the staging cluster to eu west 1'"
     ]
 
 

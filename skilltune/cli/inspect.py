@@ -37,6 +37,8 @@ def print_audit(run_dir: Path, result: AuditFile) -> None:
                 out.print(f"\n{check} ({counts[check]})")
                 for finding in (f for f in result.findings if f.check == check):
                     out.print(f"  {finding.where}: {finding.message}", markup=False)
+    for warning in result.warnings:  # allowed, worth a look: they leave the run clean
+        out.print(f"warning: {warning.check}: {warning.where}: {warning.message}", markup=False)
     for note in result.notes:
         out.print(f"note: {note}", markup=False)
 
@@ -56,6 +58,8 @@ def audit(
     words), the best moving only by gate accepts, PROTECTED blocks changed outside epoch updates,
     scoring-contract and agent/model/CLI drift, rejected edits proposed again, and gates that
     decided on contaminated rounds. Exit 1 with findings, 0 when clean.
+
+    A warning (the best skill quoting one train task's prompt) leaves a run clean.
     """
     from skilltune.review.audit import audit as run_audit
 

@@ -10,6 +10,13 @@ model anchors its rule on a line of the trajectory it read: the rule is what it 
 An edit of the other component than the step's (a ``description`` edit in a body step, a body
 edit in a description step) is dropped, and so is a description that breaks the platforms'
 limits (``skill.lint_description``), each with its reason.
+
+An edit whose text quotes the prompt of one train task of the step's batch (four words or more of
+it inside quotes, or eight in a row anywhere: propose/quotes.py) is dropped too: such a rule fits
+the task it quotes and no other, and a train screen passes it for that reason alone. What is a
+pattern rather than one task's words is judged on the whole batch, not on one focused ask's part
+of it (a group of one failed task and two passing ones would make every line of that task's
+template its own).
 """
 
 from __future__ import annotations
@@ -20,7 +27,9 @@ from pydantic import BaseModel, ValidationError
 
 from skilltune.proposal import DroppedEdit, Edit, EvidencePacket, Proposal
 from skilltune.propose.edit import PatchError, apply_edit, locked_spans
+from skilltune.propose.quotes import TrainPrompts
 from skilltune.skill import lint_description, split_front_matter
+from skilltune.textfmt import one_line
 
 REPAIR_LINES = 200  # lines offered to copy: a skill longer than this is shown in part
 
@@ -88,14 +97,35 @@ def component_problem(edit: Edit, packet: EvidencePacket) -> str | None:
     return "lint: " + "; ".join(problems) if problems else None
 
 
-def vet_edits(proposal: Proposal, packet: EvidencePacket) -> Proposal:
-    """``drop_uncited``, then each edit that does not belong to the step (``component_problem``)
-    moved to ``dropped`` with the reason."""
+def train_prompts(*packets: EvidencePacket) -> TrainPrompts:
+    """The prompts of the packets' train tasks, one per task (its replicates and agents share it)."""
+    shown = [(t.task_id, t.prompt) for p in packets for t in (*p.failures, *p.successes)]
+    shown += [(c.task_id, c.prompt) for p in packets for c in p.triggers]
+    return TrainPrompts(dict(shown))
+
+
+def quote_problem(edit: Edit, prompts: TrainPrompts, skill: list[str]) -> str | None:
+    """Why ``edit``'s text is a quote of one train task's prompt (None when it is not); ``skill``:
+    the texts of the incumbent's files, whose words are not the edit's quote."""
+    found = prompts.quotes(edit.text, skill) if edit.text else []
+    if not found:
+        return None
+    more = f" (and {len(found) - 1} more span(s))" if len(found) > 1 else ""
+    return f"quotes train task {found[0].task_id}'s prompt: {one_line(found[0].text, 120)!r}{more}"
+
+
+def vet_edits(proposal: Proposal, packet: EvidencePacket, batch: EvidencePacket | None = None) -> Proposal:
+    """``drop_uncited``, then each edit that does not belong to the step (``component_problem``) or
+    that quotes a train task's prompt (``quote_problem``) moved to ``dropped`` with the reason.
+    ``batch``: the step's packet when ``packet`` is one ask's part of it (its prompts are the ones
+    a quote is judged against; default ``packet``)."""
     proposal = drop_uncited(proposal, packet)
     kept: list[Edit] = []
     dropped = list(proposal.dropped)
+    prompts = train_prompts(packet) if batch is None else train_prompts(batch, packet)
+    skill = list(packet.skill_files.values())
     for edit in proposal.edits:
-        problem = component_problem(edit, packet)
+        problem = component_problem(edit, packet) or quote_problem(edit, prompts, skill)
         if problem is None:
             kept.append(edit)
         else:

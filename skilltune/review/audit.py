@@ -9,6 +9,10 @@ rollout (``agent-drift``); no edit rejected by a gate proposed again (``rejected
 gate that decided on a round holding infra errors or crashes (``contaminated-gate``); every
 rollout of an agent process sealed (``unsealed``: the agent could read the suite and the user's
 files, skilltune/sandbox.py).
+
+One check warns and leaves the run clean (``train-quote``, leakage.py): the best version quoting one
+train task's prompt. Train text is evidence a proposer may read, so it breaks no promise; a rule
+that quotes one task fits that task alone, which is worth a look.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from skilltune.errors import UsageError
 from skilltune.propose.edit import protected_blocks
 from skilltune.propose.merge import edit_key
-from skilltune.review.leakage import NGRAM, Secrets, search
+from skilltune.review.leakage import NGRAM, Secrets, search, train_quotes
 from skilltune.review.lineage import History, unit_name
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
@@ -83,8 +87,14 @@ def audit_history(history: History, suite: Suite, *, write: bool = True) -> Audi
         *_contaminated_gates(history, records),
         *_unsealed(records),
     ]
+    warnings, searched["train_prompts"] = train_quotes(history, suite)
     result = AuditFile(
-        clean=not findings, checks=list(CHECKS), findings=findings, notes=notes, searched=searched
+        clean=not findings,
+        checks=list(CHECKS),
+        findings=findings,
+        warnings=warnings,
+        notes=notes,
+        searched=searched,
     )
     if write:
         result.write(history.run.audit)

@@ -6,6 +6,11 @@ files they bring and the ``refs/`` files only they name, that does not also occu
 train tasks, the seed skill, the proposer pool or skilltune's own prompt templates (those
 may reach a proposer by design). Words are lowercase ``\\w+`` runs, so punctuation, layout and
 JSON escaping inside a prompt do not hide a passage.
+
+Train text is no secret, but a best version that quotes one train task's prompt holds a rule that
+fits that task alone: ``train_quotes`` finds it (the audit's warning ``train-quote``) with the
+rule vet applies to each proposed edit. Both searches read words, windows and passages with
+propose/quotes.py's code.
 """
 
 from __future__ import annotations
@@ -17,26 +22,24 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from skilltune.propose.quotes import RUN_WORDS, Gram, TrainPrompts, passages, windows, words
+from skilltune.review.lineage import History, hunks
+from skilltune.runfiles import AuditFinding
 from skilltune.store import iter_tree
 from skilltune.suite import Suite, Task
+from skilltune.textfmt import one_line
 
-NGRAM = 8
+# words: promote.py reads text as the searches do
+__all__ = ["NGRAM", "Hit", "Secrets", "search", "train_quotes", "words"]
+
+NGRAM = RUN_WORDS  # eight words in a row are copied text, not phrasing two texts happen to share
 MIN_ID_LEN = 4  # shorter ids (and numbers) match too much ordinary text to call a leak
 _MAX_FILE_BYTES = 1_000_000
-_ESCAPE = re.compile(r"\\[nrtbf\"\\/]|\\u[0-9a-fA-F]{4}")
-_WORD = re.compile(r"\w+")
 _ID_TOKEN = re.compile(r"[\w.:-]+")
-Gram = tuple[str, ...]
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(_ESCAPE.sub(" ", text).lower())
 
 
 def _grams(text: str) -> Iterator[Gram]:
-    w = words(text)
-    for i in range(len(w) - NGRAM + 1):
-        yield tuple(w[i : i + NGRAM])
+    return windows(words(text), NGRAM)
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -143,24 +146,9 @@ class Hit:
 
 def search(secrets: Secrets, text: str) -> Hit | None:
     """The secret passages (merged where 8-word windows overlap) and ids in ``text``."""
-    w = words(text)
-    passages: list[tuple[str, str]] = []
-    start = end = -1
-    source = ""
-    for i in range(len(w) - NGRAM + 1):
-        where = secrets.grams.get(tuple(w[i : i + NGRAM]))
-        if where is None:
-            continue
-        if i <= end:  # overlaps the passage being built: extend it
-            end = i + NGRAM - 1
-            continue
-        if start >= 0:
-            passages.append((" ".join(w[start : end + 1]), source))
-        start, end, source = i, i + NGRAM - 1, where
-    if start >= 0:
-        passages.append((" ".join(w[start : end + 1]), source))
+    found = passages(words(text), NGRAM, secrets.grams.get)
     ids = _ids_in(secrets, text)
-    return Hit(passages, ids) if passages or ids else None
+    return Hit(found, ids) if found or ids else None
 
 
 def _ids_in(secrets: Secrets, text: str) -> list[str]:
@@ -173,3 +161,30 @@ def _ids_in(secrets: Secrets, text: str) -> list[str]:
         if task_id not in hits and not _ID_TOKEN.fullmatch(task_id) and task_id in text
     ]
     return sorted(hits)
+
+
+def train_quotes(history: History, suite: Suite) -> tuple[list[AuditFinding], int]:
+    """Warnings: each change from the seed to the best version whose added text quotes one train
+    task's prompt, with the kept units that made it; and how many train prompts were searched."""
+    train = suite.splits.get("train") or []
+    prompts = TrainPrompts({task.id: suite.prompt(task) for task in train})  # as the proposer saw them
+    seed = list(history.seed.files.values())
+    found = []
+    for hunk in hunks(history.chain):
+        quotes = prompts.quotes("".join(hunk.added), seed)
+        if not quotes:
+            continue
+        units = ", ".join(hunk.units) or "an unknown unit"
+        shown = "; ".join(f"{one_line(q.text, 100)!r} (train task {q.task_id})" for q in quotes[:3])
+        more = f" and {len(quotes) - 3} more" if len(quotes) > 3 else ""
+        message = (
+            f"added by {units}, quotes the prompt of a single train task (a rule keyed on it fits that "
+            f"task alone): {shown}{more}"
+        )
+        details = {"units": hunk.units, "quotes": [{"text": q.text, "task": q.task_id} for q in quotes]}
+        found.append(
+            AuditFinding(
+                check="train-quote", where=f"best_skill/{hunk.path}", message=message, details=details
+            )
+        )
+    return found, len(train)

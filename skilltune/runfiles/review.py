@@ -20,6 +20,9 @@ Check = Literal[
     "unsealed",
 ]
 CHECKS: tuple[Check, ...] = get_args(Check)
+# Checks that warn: what they find is allowed (train text is evidence), worth a look, and leaves
+# the run clean. Kept out of ``checks``, which a skilltune that predates them would refuse to read.
+Caution = Literal["train-quote"]
 
 
 FIRST_VERSION = 3  # audit.json and findings.json first exist in run schema 3
@@ -38,23 +41,26 @@ class AuditFinding(BaseModel):
     """One thing the audit found: which check, where (a path relative to the run directory, with
     the part of the file), what, and the details a report can show."""
 
-    check: Check
+    check: Check | Caution
     where: str
     message: str
     details: dict[str, Any] = Field(default_factory=dict)
 
 
 class AuditFile(RunFile):
-    """audit.json: every check's findings. ``clean`` iff there are none; ``notes`` say what the
-    audit could not check (a task id too short to search, a suite that changed since the run)."""
+    """audit.json: every check's findings. ``clean`` iff there are none; ``warnings`` (the
+    ``Caution`` checks' findings) leave a run clean; ``notes`` say what the audit could not check
+    (a task id too short to search, a suite that changed since the run)."""
 
     MIGRATIONS: ClassVar[dict[int, Migration]] = _predating(
         "audit.json", "delete it and run `skilltune audit RUNDIR` to write it again"
     )
+    OMIT_WHEN_EMPTY = ("warnings",)
 
     clean: bool
     checks: list[Check]
     findings: list[AuditFinding] = Field(default_factory=list)
+    warnings: list[AuditFinding] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     searched: dict[str, int] = Field(default_factory=dict)  # documents, passages and ids searched
 

@@ -113,7 +113,7 @@ def _answer(
         return AskFile.read(path)
     seed = ctx.rng(unit.index, "propose", ask.index, attempt).randrange(2**31)
     asked = ask_packet(packet, ask, seed, spent, reask=attempt > 0)
-    vetted = vet_edits(ctx.proposer.propose(asked), asked)
+    vetted = vet_edits(ctx.proposer.propose(asked), asked, batch=packet)  # patterns: the whole batch
     answer = AskFile(
         index=ask.index, kind=ask.kind, label=ask.label, focus_key=ask.focus.key if ask.focus else None,
         attempt=attempt, temperature=asked.temperature, edits=vetted.edits, files=vetted.files,
