@@ -119,3 +119,38 @@ def test_the_transfer_table_shows_in_chromium(demo: Path, tmp_path: Path) -> Non
         header = watched.page.locator("table.transfer tr").first.inner_text()
         assert "follows" in header and "stubborn" in header
         assert watched.console_errors == []
+
+
+def test_a_steps_proposals_render_as_a_ranked_table(demo: Path) -> None:
+    """A step of several asks: its section shows the ranked proposals (a row per ask, ranks 1..N, each
+    status badge), the tasks a proposal fixed open from their count, and the leave-one-out table."""
+    from skilltune.runfiles import ReflectionsFile
+
+    found = {
+        int(p.parent.name.split("_")[1]): ReflectionsFile.read(p)
+        for p in sorted((demo / "steps").glob("step_*/reflections.json"))
+    }
+    index, reflections = next((i, r) for i, r in found.items() if r.selection and r.selection.leave_one_out)
+    fixed = next(p for p in reflections.proposals if p.screen and p.screen.fixed)
+    with chromium() as browser:
+        watched = open_page(browser, (demo / "report.html").as_uri(), plots=4)
+        page = watched.page
+        page.locator(f"#step-{index} > summary").click()
+        table = page.locator(f"#step-{index} table.proposals")
+        assert table.is_visible()
+        rows = table.locator("tr[id]")
+        assert rows.count() == len(reflections.proposals)
+        assert [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())] == [
+            str(i + 1) for i in range(rows.count())
+        ]
+        badges = table.locator(".badge").all_inner_texts()
+        assert sorted(badges) == sorted(p.status for p in reflections.proposals)
+        assert badges[0] == "kept"  # kept first
+        row = page.locator(f"#step-{index}-ask-{fixed.index}")
+        tasks = row.locator("details.tasks").first
+        assert not tasks.locator("div").first.is_visible()
+        tasks.locator("summary").click()
+        assert tasks.locator("div").all_inner_texts() == fixed.screen.fixed  # type: ignore[union-attr]
+        loo = page.locator(f"#step-{index} table.leave-one-out tr")
+        assert loo.count() == 1 + len(reflections.selection.leave_one_out)  # type: ignore[union-attr]
+        assert watched.console_errors == []

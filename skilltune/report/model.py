@@ -11,8 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
+from skilltune.report.proposals import ProposalCounts, ProposalRow, total
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import CARRIED, AgentEvidence, Transfer
+from skilltune.runfiles import CARRIED, AgentEvidence, Selection, Transfer
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -122,7 +123,11 @@ class UnitView(BaseModel):
     # (step.json's copy of gate.json's), and what a keep meant (gate.json's ``agents_gate``)
     agents: list[AgentEvidence] = Field(default_factory=list)
     agents_gate: str | None = None
+    # a step of several asks (reflections.json, run schema 10): its proposal counts (None: one ask)
+    proposal_counts: ProposalCounts | None = None
     # detail (report only)
+    proposals: list[ProposalRow] = Field(default_factory=list)  # ranked: the screen's order
+    selection: Selection | None = None
     proposed: list[EditView] = Field(default_factory=list)
     diff: str = ""
     guidance: str = ""
@@ -299,6 +304,11 @@ class RunSummary(BaseModel):
     @property
     def kept(self) -> int:
         return sum(1 for u in self.units if u.verdict == "keep")
+
+    @property
+    def proposal_counts(self) -> ProposalCounts | None:
+        """The proposals of every step over the run (None: no step had several asks)."""
+        return total(u.proposal_counts for u in self.units)
 
     @property
     def gain(self) -> PairView | None:

@@ -95,6 +95,9 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         if view.verdict == "unfinished":
             view.reason = f"the run ended {state} before this unit's verdict ({view.decision})"
     units = sorted(units + pending, key=lambda u: _position(u, config.epoch_steps))
+    for view in units:
+        usage = proposer.get(view.name)
+        view.proposal_counts = usage.proposals if usage is not None else None
     set_origins(units)
     stages = _stages(journal, rollouts, proposer)
     seconds: defaultdict[str, float] = defaultdict(float)

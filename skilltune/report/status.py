@@ -54,6 +54,10 @@ def status_screen(s: RunSummary) -> RenderableType:
         )
     if gain is None and s.held_out_missing:
         facts.add_row("held-out", "\n".join(["none. " + s.held_out_missing, *s.held_out_commands]))
+    proposals = s.proposal_counts
+    if proposals is not None:  # steps of several asks (--proposals): what became of the proposals
+        others = proposals.others()
+        facts.add_row("proposals", proposals.sentence() + (f"; not kept: {others}" if others else ""))
     t = s.totals
     spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {duration(t.seconds)} wall"
     facts.add_row("spent", spent + (f" ({t.cached:,} rollouts from the cache)" if t.cached else ""))
@@ -70,15 +74,20 @@ def status_screen(s: RunSummary) -> RenderableType:
     )
 
     verdicts = Table(title="last verdicts", title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("unit", "verdict", "val cand.", "val inc.", "reason"):
-        verdicts.add_column(col, no_wrap=col != "reason")
+    columns = ["unit", "verdict", "val cand.", "val inc.", *(["proposals"] if proposals else []), "reason"]
+    if proposals:
+        verdicts.caption, verdicts.caption_justify = "proposals: asked / screened / kept", "left"
+    for col in columns:
+        verdicts.add_column(col, no_wrap=col != "reason", justify="right" if col == "proposals" else "left")
     for u in s.units[-LAST_VERDICTS:]:
         style = VERDICT_STYLE.get(u.verdict, "")
+        asked = [u.proposal_counts.short() if u.proposal_counts else "-"] if proposals else []
         verdicts.add_row(
             u.name,
             Text(u.verdict, style=style),
             fmt(u.val_candidate),
             fmt(u.val_incumbent),
+            *asked,
             u.reason or u.decision,
         )
         for a in u.agents:  # several agents: each one's evidence in this gate, a line each
@@ -88,6 +97,7 @@ def status_screen(s: RunSummary) -> RenderableType:
                 Text("hurt" if a.hurt else "", style="red" if hurt else "yellow"),
                 fmt(a.val_candidate),
                 fmt(a.val_incumbent),
+                *([""] if proposals else []),
                 _agent_note(a.mean_diff, a.p_value, veto=hurt),
             )
     parts: list[RenderableType] = [head, facts]

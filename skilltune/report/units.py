@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
+from skilltune.report.proposals import ProposalCounts, counts, ranked
 from skilltune.report.rollouts import RolloutTally
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Figures, ReflectionsFile, Round, SlowUpdateFile, UnitRecord, Verdict
@@ -28,14 +29,18 @@ class ProposerUsage:
     tokens: int = 0
     calls: int = 0
     found: bool = False
+    proposals: ProposalCounts | None = None  # a step of several asks: asked / screened / kept
 
 
 def proposer_usage(folder: Path) -> ProposerUsage:
-    """The proposer's tokens and calls in the unit at ``folder``, as the budgets count them."""
+    """The proposer's tokens and calls in the unit at ``folder``, as the budgets count them, and the
+    step's proposal counts."""
     reflections, slow = folder / "reflections.json", folder / "slow_update.json"
     if reflections.is_file():
         answer = ReflectionsFile.read(reflections)
-        return ProposerUsage("reflect", answer.tokens, len(answer.calls), found=True)
+        return ProposerUsage(
+            "reflect", answer.tokens, len(answer.calls), found=True, proposals=counts(answer)
+        )
     if slow.is_file():
         update = SlowUpdateFile.read(slow)
         return ProposerUsage("slow_update", update.tokens, len(update.calls), found=True)
@@ -181,6 +186,8 @@ def add_detail(view: UnitView, run: RunDir, rollouts: RolloutTally | None, versi
     if reflections.is_file():
         answer = ReflectionsFile.read(reflections)
         view.notes = answer.notes
+        view.proposals = ranked(answer.proposals)
+        view.selection = answer.selection
         kept_texts = {" ".join(edit.split()) for edit in view.edits}
         for edit in answer.edits:
             kept = " ".join(edit.compact().split()) in kept_texts

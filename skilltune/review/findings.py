@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skilltune.report import summarize
+from skilltune.report.proposals import counts, total
 from skilltune.report.units import step_origins
 from skilltune.report.warnings import ending_warnings
 from skilltune.review.lineage import History, unit_name
@@ -133,6 +134,7 @@ def render_entry(history: History, rid: str, ending: tuple[str, str] | None = No
         f"every {c.epoch_steps} steps, test {c.test_reps} rep(s), seed {c.seed}.",
         *_deltas(history, comparison, seed_val),
         *_edits(history),
+        *_proposals(history),
         _cost(history, comparison),
         "- **Warnings**:",
         *[f"  - {w}" for w in (entry_warnings(run, ending) or ["none"])],
@@ -241,6 +243,23 @@ def _edits(history: History) -> list[str]:
             f"- **No candidate** in {empty} unit(s) (nothing applicable proposed, or nothing kept that epoch)"
         )
     return out
+
+
+def _proposals(history: History) -> list[str]:
+    """What became of the proposals of the steps with several asks (a run of one ask a step: no line)."""
+    found = []
+    for unit in history.units:
+        path = history.folder(unit_name(unit)) / "reflections.json"
+        if unit.kind == "step" and path.is_file():
+            found.append(counts(ReflectionsFile.read(path)))
+    run = total(found)
+    if run is None:
+        return []
+    others = run.others()
+    return [
+        f"- **Proposals** (each screened alone on train; kept: in its step's candidate): {run.sentence()}"
+        + (f"; not kept: {others}" if others else "")
+    ]
 
 
 def _cost(history: History, comparison: Comparison | None) -> str:
