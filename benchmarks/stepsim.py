@@ -124,6 +124,9 @@ class StepDesign:
     # "gate": a step adding nothing gates the carried candidate (today's --carry screen); "carry":
     # it stays carried until the epoch's last step (many)
     idle: Literal["gate", "carry"] = "gate"
+    # how far a candidate is carried at most: to the epoch's last step (today's --carry screen) or
+    # the run's (many)
+    horizon: Literal["epoch", "run"] = "epoch"
     carry: bool = True  # --carry screen (many, one)
     today_rules: int = 3  # today's answer holds 1..today_rules rules, within the edit budget (one, strict)
     pick: Literal["gepa", "end"] = "gepa"
@@ -497,7 +500,8 @@ class Simulation:
         planned = shape.steps + shape.steps // shape.epoch_steps
         for number, (unit, step) in enumerate(units):
             draws = Draws(self.seed, step, unit == "epoch", self.runs, shape)
-            last = number + 1 == len(units) or units[number + 1][0] == "epoch"
+            final = all(kind != "step" for kind, _ in units[number + 1 :])
+            last = final or (units[number + 1][0] == "epoch" and self.d.horizon == "epoch")
             requests: list[tuple[int, Skill]] = []
             for r, s in enumerate(self.states):
                 if self.d.kind == "gepa":

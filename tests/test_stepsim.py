@@ -27,6 +27,7 @@ KEEN = Analyst(empty=0.1, focused=(0.6, 0.1, 0.0, 0.0), sample=(0.4, 0.1, 0.1, 0
 DESIGNS = [
     StepDesign("many"),
     StepDesign("many, split, idle", proposals=6, passing=2, split=True, idle="carry", loo="always"),
+    StepDesign("many, to the run's end", passing=2, split=True, idle="carry", horizon="run", margin=2),
     StepDesign("one", kind="one"),
     StepDesign("strict", kind="strict", carry=False),
     StepDesign("gepa", kind="gepa"),
