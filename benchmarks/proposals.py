@@ -52,6 +52,7 @@ SPLIT = "one rule a proposal"
 IDLE = "carried through idle steps"
 RUN = "carried to the run's end"  # gated at the run's last step only
 FIXED = f"{SPLIT}, {RUN}"
+FOCUSED = "focused asks only"  # no independent samples: at most one ask per failure group
 
 
 def designs() -> dict[str, StepDesign]:
@@ -84,6 +85,10 @@ def designs() -> dict[str, StepDesign]:
                 name, proposals=n, passing=passing, split=True, idle="carry", horizon="run"
             )
     best = StepDesign("", passing=2, split=True, idle="carry", horizon="run")
+    for passing in (2, 4):
+        out[f"N=4, {passing} passing, {FOCUSED}, {FIXED}"] = replace(
+            best, name="focused", passing=passing, samples=False
+        )
     out[f"N=4, 2 passing, {FIXED}, margin 2"] = replace(best, name="m2", margin=2)
     out[f"N=4, 2 passing, {FIXED}, leave-one-out always"] = replace(best, name="loo", loo="always")
     return out
@@ -98,7 +103,14 @@ WORLDS: dict[str, Tasks] = {
     "all flaky": Tasks(flaky=1.0),
     "none flaky": Tasks(flaky=0.0),
 }
-SENSITIVITY = (PLANNED, f"N=4, 4 passing, {FIXED}", f"N=4, 2 passing, {FIXED}", TODAY, STRICT, GEPA)
+SENSITIVITY = (
+    PLANNED,
+    f"N=4, 2 passing, {FIXED}",
+    f"N=4, 2 passing, {FOCUSED}, {FIXED}",
+    TODAY,
+    STRICT,
+    GEPA,
+)
 
 
 def summarise(per_run: dict[str, np.ndarray], rng: Generator) -> dict[str, Any]:

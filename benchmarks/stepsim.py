@@ -118,6 +118,7 @@ class StepDesign:
     passing: int = 4  # passing tasks in each screen (many)
     margin: int = 1  # a proposal is selected when fixed - broken >= margin (many)
     split: bool = False  # each rule of an answer screened as a proposal of its own (many)
+    samples: bool = True  # asks beyond the failure groups are independent samples, or not asked (many)
     # leave-one-out: "bundle" when the bundle holds >= 2 proposals, "always" also for a bundle of one
     # (the bundle without it is its base) (many)
     loo: Literal["bundle", "always"] = "bundle"
@@ -306,7 +307,7 @@ class Simulation:
         order = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
         out: list[Proposal] = []
         seen: set[Skill] = set()
-        for j in range(asks):
+        for j in range(asks if self.d.samples else min(asks, len(order))):
             if j < len(order):
                 slot, cluster, targets = j, order[j][0], order[j][1]
             else:
