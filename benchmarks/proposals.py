@@ -53,6 +53,8 @@ IDLE = "carried through idle steps"
 RUN = "carried to the run's end"  # gated at the run's last step only
 FIXED = f"{SPLIT}, {RUN}"
 FOCUSED = "focused asks only"  # no independent samples: at most one ask per failure group
+LOO = "leave-one-out always"  # also on a bundle of one proposal
+RECOMMENDED = f"N=4, 2 passing, {FOCUSED}, {FIXED}, {LOO}"
 
 
 def designs() -> dict[str, StepDesign]:
@@ -90,7 +92,11 @@ def designs() -> dict[str, StepDesign]:
             best, name="focused", passing=passing, samples=False
         )
     out[f"N=4, 2 passing, {FIXED}, margin 2"] = replace(best, name="m2", margin=2)
-    out[f"N=4, 2 passing, {FIXED}, leave-one-out always"] = replace(best, name="loo", loo="always")
+    out[f"N=4, 2 passing, {FIXED}, {LOO}"] = replace(best, name="loo", loo="always")
+    for n in (2, 4):
+        for passing in (2, 4):
+            name = f"N={n}, {passing} passing, {FOCUSED}, {FIXED}, {LOO}"
+            out[name] = replace(best, name=name, proposals=n, passing=passing, samples=False, loo="always")
     return out
 
 
@@ -106,7 +112,7 @@ WORLDS: dict[str, Tasks] = {
 SENSITIVITY = (
     PLANNED,
     f"N=4, 2 passing, {FIXED}",
-    f"N=4, 2 passing, {FOCUSED}, {FIXED}",
+    RECOMMENDED,
     TODAY,
     STRICT,
     GEPA,
