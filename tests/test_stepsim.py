@@ -28,6 +28,7 @@ DESIGNS = [
     StepDesign("many"),
     StepDesign("many, split, idle", proposals=6, passing=2, split=True, idle="carry", loo="always"),
     StepDesign("many, to the run's end", passing=2, split=True, idle="carry", horizon="run", margin=2),
+    StepDesign("many, focused only", passing=2, split=True, samples=False, idle="carry", horizon="run"),
     StepDesign("one", kind="one"),
     StepDesign("strict", kind="strict", carry=False),
     StepDesign("gepa", kind="gepa"),
