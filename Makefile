@@ -9,7 +9,7 @@ SRC := skilltune tests benchmarks tools
 CLIS := agentclis
 CLI_STAMP := $(CLIS)/node_modules/.installed-stamp
 
-.PHONY: install check test demo bench-verdicts bench-throughput bench-agents bench-startup bench-report screenshots agent-clis chromium clean
+.PHONY: install check test demo bench-verdicts bench-proposals bench-throughput bench-agents bench-startup bench-report screenshots agent-clis chromium clean
 
 $(STAMP): pyproject.toml requirements/ci.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ demo: $(STAMP) $(PLOTLY_STAMP)
 # The verdicts benchmark (quick preset): prints the table and writes benchmarks/results/verdicts.json.
 bench-verdicts: $(STAMP)
 	$(BIN)/python benchmarks/verdicts.py --quick
+
+# Many small proposals a step from a weak analyst (issue 31), simulated, 300 runs a design (minutes):
+# prints the table, writes benchmarks/results/proposals-quick.json. The full figures (2,000 runs a
+# design): $(BIN)/python benchmarks/proposals.py -> benchmarks/results/proposals.json.
+bench-proposals: $(STAMP)
+	$(BIN)/python benchmarks/proposals.py --quick
 
 # Harness overhead, parallel efficiency, local vs Ray: benchmarks/results/throughput.json.
 bench-throughput: $(STAMP)
