@@ -25,22 +25,23 @@ from tests.helpers import REPO, quiet, rule_task, write_skill, write_suite
 
 CITE = "- Cite sources for every claim."
 TIMELINE = "- Add timeline details for each event."
+TIMELINE_AGAIN = "- Add timeline entries, one per event."  # the same fix in other words
 RIDER = "- Be polite to the reader."
-SHOUT = "- Shout the key point."
 CONCISE = "- Keep it concise."
 
 
-def _suite(root: Path) -> Path:
-    """Train: four tasks need the cite rule, four the timeline rule, two pass as they are (and fail when
-    the skill tells the agent to shout). Val and test: the same kinds."""
+def _suite(root: Path, val_rules: tuple[str, str] = ("cite-sources", "add-timeline")) -> Path:
+    """Train: four tasks need the cite rule, four the timeline rule, two pass as they are. Val and
+    test: the same kinds (``val_rules``: what val's tasks need instead)."""
 
-    def tasks(prefix: str, n: int) -> list[dict[str, Any]]:
-        out = [rule_task(f"{prefix}-cite-{i}", ["cite-sources"]) for i in range(n)]
-        out += [rule_task(f"{prefix}-time-{i}", ["add-timeline"]) for i in range(n)]
-        out += [rule_task(f"{prefix}-easy-{i}", [], forbids=["shout"]) for i in range(2)]
+    def tasks(prefix: str, n: int, rules: tuple[str, str]) -> list[dict[str, Any]]:
+        out = [rule_task(f"{prefix}-cite-{i}", [rules[0]]) for i in range(n)]
+        out += [rule_task(f"{prefix}-time-{i}", [rules[1]]) for i in range(n)]
+        out += [rule_task(f"{prefix}-easy-{i}", []) for i in range(2)]
         return out
 
-    return write_suite(root, tasks("train", 4), tasks("val", 5), tasks("test", 3))
+    rules = ("cite-sources", "add-timeline")
+    return write_suite(root, tasks("train", 4, rules), tasks("val", 5, val_rules), tasks("test", 3, rules))
 
 
 def _edit(text: str, support: list[str]) -> dict[str, Any]:
@@ -52,19 +53,22 @@ def _ids(prompt: str) -> list[str]:
 
 
 def analyst(body: dict[str, Any]) -> str:
-    """Focused on the cite group: the rule and a rider; on the timeline group: the rule; a sample: a
-    rule that breaks the easy tasks; asked again about spent edits: a useless rule."""
+    """On the cite group: the rule and a rider. On the timeline group: the cite rule again (spent: the
+    first ask proposed it), then, told so, the timeline rule in two wordings. Told of spent edits in
+    any other case: a rule that does nothing."""
     prompt = prompt_of(body)
     ids = _ids(prompt)
     focus = re.search(r"<focus>\n(.*?)\n", prompt)
-    if "<spent_edits>" in prompt:
+    about = focus.group(1) if focus else ""
+    spent = "<spent_edits>" in prompt
+    if "add-timeline" in about and spent:
+        edits = [_edit(TIMELINE, ids[:2]), _edit(TIMELINE_AGAIN, ids[2:3])]
+    elif spent:
         edits = [_edit(CONCISE, ids[:1])]
-    elif focus and "cite-sources" in focus.group(1):
-        edits = [_edit(CITE, ids[:2]), _edit(RIDER, ids[:1])]
-    elif focus and "add-timeline" in focus.group(1):
-        edits = [_edit(TIMELINE, ids[:2])]
+    elif "cite-sources" in about or "add-timeline" in about:
+        edits = [_edit(CITE, ids[:2]), _edit(RIDER, ids[:1])] if "cite" in about else [_edit(CITE, ids[:1])]
     else:
-        edits = [_edit(SHOUT, ids[:1])]
+        edits = [_edit(CONCISE, ids[:1])]
     return json.dumps({"edits": edits})
 
 
@@ -88,72 +92,85 @@ def _train(tmp_path: Path, server: FakeOpenAI, tag: str, **settings: Any) -> Run
     return RunDir(tmp_path / "runs" / tag)
 
 
-def test_one_focused_ask_per_failure_group_and_the_candidate_is_what_the_screen_shows_works(
+def test_one_focused_ask_per_failure_group_each_rule_screened_and_leave_one_out_drops_a_rider(
     tmp_path: Path, keyed: None
 ) -> None:
     with FakeOpenAI(analyst) as server:
         run = _train(tmp_path, server, "p")
     prompts = [prompt_of(r["body"]) for r in server.requests]
-    # two focused asks (the group every failure shares, RESULT: solved, singles nothing out), then two
-    # samples; the second sample repeats the first's edit and is asked again, told it is spent
-    assert len(prompts) == 5
+    # one focused ask per failure group (RESULT: solved, which every failure shares, singles nothing out);
+    # the timeline ask's first answer repeats the cite ask's rule: asked again, told it is spent
+    assert len(prompts) == 3
     focus = [re.search(r"<focus>\n(.*?)\n", p) for p in prompts]
-    assert [m.group(1) if m else None for m in focus[:2]] == [
+    assert [m.group(1) if m else None for m in focus] == [
         "missing required item: PASS:cite-sources (4 failed tasks)",
         "missing required item: PASS:add-timeline (4 failed tasks)",
+        "missing required item: PASS:add-timeline (4 failed tasks)",
     ]
-    assert focus[2] is None and focus[3] is None and "<spent_edits>" in prompts[4]
-    assert "Shout the key point" in prompts[4].split("<spent_edits>")[1]
+    assert "<spent_edits>" not in prompts[1] and CITE in prompts[2].split("<spent_edits>")[1]
     # a focused prompt holds its group's failed trajectories only; every prompt opens with the summary
     assert all("-cite-" in i for i in _ids(prompts[0].split("<successful_trajectories>")[0]))
     for p in prompts:
         found = re.search(r"<failure_summary>\n(.*?)\n</failure_summary>", p, re.S)
         summary = found.group(1) if found else ""
         assert "8 of 10 rollouts failed" in summary and "PASS:cite-sources (4 rollouts)" in summary
-    # samples run hotter than focused asks (the proposer's own temperature is 0)
-    temps = [r["body"].get("temperature") for r in server.requests]
-    assert temps[0] == 0.0 and temps[2] == 0.8 and temps[4] == 0.8
+    # a focused ask at the proposer's temperature (0); the re-ask hotter, with a seed
+    bodies = [r["body"] for r in server.requests]
+    assert bodies[0].get("temperature") == 0.0 and bodies[2].get("temperature") == 0.8 and "seed" in bodies[2]
 
     reflections = ReflectionsFile.read(run.unit_dir("step", 1) / "reflections.json")
-    by = {p.index: p for p in reflections.proposals}
-    assert [p.status for p in reflections.proposals] == ["kept", "kept", "screened out", "screened out"]
-    assert by[1].screen is not None and sorted(by[1].screen.fixed) == [f"train-cite-{i}" for i in range(4)]
-    assert by[1].screen.broke == [] and by[1].screen.rollouts == 6  # its four tasks and two passing ones
-    assert by[3].screen is not None and sorted(by[3].screen.broke) == ["train-easy-0", "train-easy-1"]
-    assert by[4].attempts == 2 and [e.text for e in by[4].edits] == [CONCISE]
-    assert by[4].screen is not None and by[4].reason == "fixed 0, broke 0"
-    # leave-one-out: the rider goes, both rules stay
+    rows = {(p.index, p.rule): p for p in reflections.proposals}
+    assert {k: p.status for k, p in rows.items()} == {
+        (1, 0): "kept", (1, 1): "screened out", (2, 0): "kept", (2, 1): "left out"
+    }  # fmt: skip
+    cite = rows[(1, 0)].screen
+    assert cite is not None and sorted(cite.fixed) == [f"train-cite-{i}" for i in range(4)]
+    assert cite.broke == [] and cite.rollouts == 6  # its four tasks and two passing ones
+    assert rows[(1, 1)].reason == "fixed 0, broke 0"  # the rider, screened on its own
+    assert rows[(2, 0)].attempts == 2 and [e.text for e in rows[(2, 1)].edits] == [TIMELINE_AGAIN]
+    # leave-one-out, weakest first, on fresh replicates: the second wording of the timeline fix adds
+    # nothing beside the first and goes; each of the two rules costs its tasks when left out
     selection = reflections.selection
     assert selection is not None and selection.kept == [1, 2]
     loo = {step.edit.split(": ", 1)[1]: step.dropped for step in selection.leave_one_out}
-    assert loo == {TIMELINE: False, RIDER: True, CITE: False}
+    assert loo == {TIMELINE_AGAIN: True, TIMELINE: False, CITE: False}
     assert [e.text for e in reflections.edits] == [CITE, TIMELINE]
-    assert any(d.reason.startswith("spent: the same edit as ask 3") for d in reflections.dropped)
-    assert len(reflections.calls) == 5
+    assert any(d.reason.startswith("spent: the same edit as ask 1") for d in reflections.dropped)
+    assert len(reflections.calls) == 3
+    confirm = run.unit_dir("step", 1) / "rollouts" / "screen"
+    assert list(confirm.glob("*/*_r1200/record.json"))  # leave-one-out's own replicates
     record = UnitRecord.read(run.unit_dir("step", 1) / "step.json")
     assert record.verdict == "keep" and record.edit_texts == [CITE, TIMELINE]
     text = (run.root / "best_skill" / "SKILL.md").read_text()
-    assert CITE in text and TIMELINE in text and RIDER not in text and SHOUT not in text
+    assert CITE in text and TIMELINE in text and RIDER not in text and TIMELINE_AGAIN not in text
     # the audit reads every ask's prompt and answer (reflections.json gathers them): a clean run
     assert audit(run.root).findings == []
 
 
-def test_an_edit_screened_out_is_spent_for_the_rest_of_the_run(tmp_path: Path, keyed: None) -> None:
-    """Step 2 (everything passes: samples only) proposes the edit step 1 screened out: it is not
-    screened again, the ask is asked again, told it is spent; nothing passes, the step says why."""
+def test_an_edit_the_gate_rejected_is_spent_for_the_rest_of_the_run(tmp_path: Path, keyed: None) -> None:
+    """Val's tasks need other rules: step 1's candidate is rejected by the gate. Step 2's answers repeat
+    its rules: those are dropped, never screened again, and the ask whose every rule was spent is asked
+    again, told so."""
+    suite = _suite(tmp_path / "suite", val_rules=("zeta-one", "zeta-two"))
+    skill = write_skill(tmp_path / "skill", "Write the report.")
     with FakeOpenAI(analyst) as server:
-        run = _train(tmp_path, server, "s", max_steps=2)
+        train(
+            suite, skill, tag="s", runs_dir=str(tmp_path / "runs"), proposer="api", max_steps=2, batch=10,
+            carry="off", proposer_options=_options(server), reporter=quiet(),
+        )  # fmt: skip
+    run = RunDir(tmp_path / "runs" / "s")
+    assert UnitRecord.read(run.unit_dir("step", 1) / "step.json").decision == "reject"
     second = ReflectionsFile.read(run.unit_dir("step", 2) / "reflections.json")
-    assert all(p.kind == "sample" and p.attempts == 2 for p in second.proposals)
     spent = [d.reason for d in second.dropped if d.reason.startswith("spent")]
-    assert spent and all("step 1: screened out" in r or "ask " in r for r in spent)
-    record = UnitRecord.read(run.unit_dir("step", 2) / "step.json")
-    assert record.verdict == "discard" and record.decision in ("screen", "empty")
+    assert any("step 1: rejected by the gate on val" in r for r in spent), spent
+    assert [p.attempts for p in second.proposals] == [1, 2]  # the timeline ask's first answer: all spent
+    screened = [e.text for p in second.proposals for e in p.edits]
+    assert CITE not in screened and TIMELINE not in screened
 
 
 def test_a_resumed_step_asks_no_call_twice(tmp_path: Path, keyed: None) -> None:
     """SIGKILL the run while the proposals are screened (the mock agent sleeps so the screen lasts),
-    resume: the analyst is asked five times in all, as an uninterrupted run asks it."""
+    resume: the analyst is asked three times in all, as an uninterrupted run asks it."""
     suite = _suite(tmp_path / "suite")
     skill = write_skill(tmp_path / "skill", "Write the report.")
     env = dict(os.environ, FAKE_API_KEY="k", SKILLTUNE_WORKSPACES=str(tmp_path / "ws"))
@@ -177,9 +194,9 @@ def test_a_resumed_step_asks_no_call_twice(tmp_path: Path, keyed: None) -> None:
         proc.wait(timeout=60)
         run = RunDir(tmp_path / "runs" / "k")
         done = len(list(screen.glob("*/*/record.json")))
-        assert not (run.unit_dir("step", 1) / "step.json").exists() and done < 26  # interrupted mid-screen
-        assert len(server.requests) == 5
+        assert not (run.unit_dir("step", 1) / "step.json").exists() and done < 20  # interrupted mid-screen
+        assert len(server.requests) == 3
         resume(run.root, reporter=quiet(), proposer_options=_options(server))
-        assert len(server.requests) == 5  # every answer was read back from asks/
+        assert len(server.requests) == 3  # every answer was read back from asks/
     record = UnitRecord.read(run.unit_dir("step", 1) / "step.json")
     assert record.verdict == "keep" and record.edit_texts == [CITE, TIMELINE]

@@ -2,11 +2,14 @@
 
 A small model is a poor writer and a fair source of guesses: asked once for the whole batch it
 proposes one weak edit, asked about one failure group at a time it proposes rules, some right. So
-a step asks ``N`` times. First one *focused* ask per failure group of the batch (propose/groups.py,
+a step asks up to ``N`` times, one *focused* ask per failure group of the batch (propose/groups.py,
 largest group first): the prompt holds that group's failed trajectories and a couple of passing
-ones, and asks for one or two rules. The asks left over are independent *samples* of the whole
-batch at ``SAMPLE_TEMPERATURE``. Each answer is one proposal, screened on its own by the step; the
-loop, not the analyst, decides which guesses are good.
+ones, and asks for one or two rules. Each rule of an answer is screened on its own by the step; the
+loop, not the analyst, decides which guesses are good. A batch with fewer groups asks fewer times,
+and one without failures asks nothing: independent *samples* of the whole batch (at
+``SAMPLE_TEMPERATURE``) cost a third of the screen's rollouts and half the calls in the simulated
+runs (benchmarks/proposals.py) and added no gain, so only a description step asks them (its
+evidence is the batch's load decisions, not failure groups).
 
 Every ask is derived from the step's packet and its index alone, so a resumed step asks the same
 questions (and finds their answers on disk).
@@ -40,16 +43,15 @@ class Ask:
 
 
 def plan_asks(packet: EvidencePacket, n: int) -> list[Ask]:
-    """``n`` asks: one focused ask per failure group (largest first), then samples. A description
-    step and rewrite mode ask samples only (their prompt is about the whole batch)."""
-    focused = packet.component == "body" and packet.mode == "patch"
-    groups = failure_groups(packet.failures) if focused else []
+    """At most ``n`` asks: one focused ask per failure group, largest first (none without failures).
+    A description step and rewrite mode ask ``n`` samples (their prompt is about the whole batch)."""
+    if packet.component != "body" or packet.mode != "patch":
+        return [Ask(i + 1, "sample") for i in range(n)]
+    groups = failure_groups(packet.failures)
     if len(groups) > 1:  # a key every failure shares (a checklist's closing marker) singles nothing out
         everyone = {t.id for t in packet.failures}
         groups = [g for g in groups if set(g.trajectories) != everyone] or groups
-    groups = groups[:n]
-    asks = [Ask(i + 1, "focus", group) for i, group in enumerate(groups)]
-    return asks + [Ask(i + 1, "sample") for i in range(len(asks), n)]
+    return [Ask(i + 1, "focus", group) for i, group in enumerate(groups[:n])]
 
 
 def ask_packet(packet: EvidencePacket, ask: Ask, seed: int, spent: list[str], reask: bool) -> EvidencePacket:

@@ -101,11 +101,13 @@ class TrainConfig(SeveralAgents):
         "fix more than they break make the step's candidate (1: one ask, its edits merged, as before; "
         "one ask with --no-screen or --mode rewrite, which have no screen to choose between proposals).",
     )
-    carry: Literal["off", "screen", "gate"] = Field(
-        default="screen",
-        description="Carry a candidate's edits into the next step: screen (one that beats its parent on the "
-        "train screen is not gated yet; the next step builds on it), gate (one the gate did not keep for "
-        "lack of evidence, with a positive val gain and no harm) or off (each candidate gated in its step).",
+    carry: Literal["off", "screen", "run", "gate"] = Field(
+        default="run",
+        description="Carry a candidate's edits into the next step: run (one that beats its parent on the "
+        "train screen is not gated yet; the next steps build on it and the run's last step gates it), screen "
+        "(the same, gated at the last step of its epoch, or alone by a step that adds nothing), gate (one "
+        "the gate did not keep for lack of evidence, with a positive val gain and no harm) or off (each "
+        "candidate gated in its step).",
     )
     budget_rollouts: int | None = Field(
         default=None, ge=1, description="Most rollouts to spend (unset: no limit)."
@@ -186,7 +188,7 @@ class RunConfigFile(RunFile, TrainConfig):
     # A config.json without ``carry`` was written before --carry existed, when every run ran as
     # ``off``: it reads as the run ran, not as today's default ``screen`` (every config.json written
     # since names it).
-    carry: Literal["off", "screen", "gate"] = "off"
+    carry: Literal["off", "screen", "run", "gate"] = "off"
     # Likewise without ``proposals`` (schema 9 and older): every step asked once.
     proposals: int = 1
 

@@ -74,6 +74,7 @@ class ProposalRecord(BaseModel):
     """One proposal of a step with several asks: what was asked, the edits, its screen and its fate."""
 
     index: int  # the ask's index (from 1)
+    rule: int = 0  # the rule's place in the ask's answer (from 0): each rule is screened on its own
     kind: Literal["focus", "sample"]
     label: str  # what the ask was about
     attempts: int = 1  # 2 when it was asked again (its first answer was spent)
@@ -89,7 +90,8 @@ class LeaveOneOut(BaseModel):
     over all of them and over the tasks its proposal fixed on its own screen (``fixed``)."""
 
     edit: str  # compact form
-    proposal: int
+    proposal: int  # the ask
+    rule: int = 0
     with_edit: float
     without: float
     fixed: list[str] = Field(default_factory=list)
@@ -102,7 +104,7 @@ class Selection(BaseModel):
     """How a step with several proposals built its candidate from their screens (``rule``)."""
 
     rule: str
-    kept: list[int] = Field(default_factory=list)  # the proposals in the candidate
+    kept: list[int] = Field(default_factory=list)  # the asks with a rule in the candidate
     screen: ScreenFigures | None = None  # the candidate on the union of its proposals' screen tasks
     leave_one_out: list[LeaveOneOut] = Field(default_factory=list)
 

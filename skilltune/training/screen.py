@@ -54,19 +54,26 @@ from skilltune.training.proposals import Answered
 from skilltune.training.rollouts import Records, replicate_base
 from skilltune.training.units import Unit
 
-PASSING_SAMPLE = 4  # passing train tasks of the batch each proposal also runs on
+# Passing train tasks of the batch each rule also runs on: 2 caught as much breakage as 4 in the simulated
+# runs and left more of the budget to the gate (benchmarks/proposals.py: 2.61 against 2.26 times
+# skill-trainer's held-out gain per rollout).
+PASSING_SAMPLE = 2
+CONFIRM_OFFSET = (
+    200  # leave-one-out's replicates in the unit's range (the gate's rounds: 0..cap; pools: 500+)
+)
 RULE = (
-    "best on the screen: proposals that fixed more train tasks than they broke, strongest first, "
-    "within the edit budget; leave-one-out drops an edit the candidate does as well without"
+    "best on the screen: rules that fixed more train tasks than they broke, strongest first, within the "
+    "edit budget; leave-one-out on fresh replicates drops a rule the candidate does as well without"
 )
 
 
 @dataclass
 class Tried:
-    """A proposal on its way through the screen."""
+    """One rule of an ask's answer on its way through the screen (``rule``: its place in the answer)."""
 
     answered: Answered
     edits: list[Edit]
+    rule: int = 0
     candidate: Candidate | None = None
     tasks: list[Task] | None = None
     figures: ScreenFigures | None = None
@@ -77,13 +84,19 @@ class Tried:
     def index(self) -> int:
         return self.answered.ask.index
 
+    @property
+    def name(self) -> str:
+        """How messages name it: ``ask 2`` (its answer's only rule), ``ask 2, rule 1``."""
+        many = len(self.answered.edits) > 1
+        return f"ask {self.index}" + (f", rule {self.rule + 1}" if many else "")
+
     def record(self) -> ProposalRecord:
         a = self.answered
         status = self.status or "kept"
         return ProposalRecord(
-            index=a.ask.index, kind=a.ask.kind, label=a.ask.label, attempts=len(a.answers), edits=self.edits,
-            candidate=self.candidate.hash if self.candidate else None, screen=self.figures, status=status,
-            reason=self.reason,
+            index=a.ask.index, rule=self.rule, kind=a.ask.kind, label=a.ask.label, attempts=len(a.answers),
+            edits=self.edits, candidate=self.candidate.hash if self.candidate else None, screen=self.figures,
+            status=status, reason=self.reason,
         )  # fmt: skip
 
 
@@ -98,6 +111,7 @@ class Choice:
     proposals: list[ProposalRecord]
     selection: Selection
     why_not: tuple[UnitDecision, str] | None  # no candidate: what decides the step (screen, empty) and why
+    rollouts: int = 0  # the screen's rollouts (run, or found on disk by a resumed step)
 
 
 Key = tuple[str | None, str]  # (agent label, task id): a screen's unit
@@ -159,12 +173,14 @@ class Screen:
         chosen = {t.id for t in [*targets, *self.passing]}
         return [t for t in self.batch if t.id in chosen]
 
-    def run(self, runs: list[tuple[Candidate, list[Task]]]) -> list[dict[Key, float]]:
-        """Each candidate on its tasks (all in one batch of rollouts): its unit scores."""
+    def run(self, runs: list[tuple[Candidate, list[Task]]], offset: int = 0) -> list[dict[Key, float]]:
+        """Each candidate on its tasks (all in one batch of rollouts): its unit scores. ``offset``: 0 for
+        the train rollouts' replicates (each task against the very rollout of the base), or
+        ``CONFIRM_OFFSET`` for fresh ones (leave-one-out: a draw that did not select the rule)."""
         jobs = []
         for candidate, tasks in runs:
             jobs += self.ctx.rollouts.jobs(
-                tasks, candidate, "screen", replicate_base(self.unit.seq), self.ctx.config.reps
+                tasks, candidate, "screen", replicate_base(self.unit.seq, offset), self.ctx.config.reps
             )
         records = [r for r, _ in self.ctx.rollouts.run(self.folder, jobs)]
         self.rollouts += len(records)
@@ -183,7 +199,7 @@ def choose(
 ) -> Choice:  # fmt: skip
     """Screen every distinct proposal, then build the candidate from those that fixed more than they broke."""
     screen = Screen(ctx, unit, base, evidence, batch)
-    tried = [_prepare(ctx, screen, a, base, done, shown) for a in answered]
+    tried = [t for a in answered for t in _prepare(ctx, screen, a, base, done, shown)]
     _dedupe(tried)
     live = [t for t in tried if t.status is None and t.candidate is not None and t.tasks is not None]
     if live:
@@ -206,17 +222,17 @@ def choose(
             t.index,
         ),
     )
-    bundle, edits = _bundle(ctx, unit, base, eligible)
-    selection = Selection(rule=RULE, kept=[t.index for t in bundle])
+    bundle = _bundle(ctx, unit, base, eligible)
+    selection = Selection(rule=RULE)
     candidate, figures = None, None
+    edits: list[Edit] = []
     if bundle:
-        candidate, edits, figures, selection = _leave_one_out(ctx, screen, base, bundle, edits, selection)
-    kept = set(selection.kept)
+        candidate, edits, figures, selection = _leave_one_out(screen, base, bundle, selection)
     for t in tried:
         if t.status is None:
-            t.status = "kept" if t.index in kept else "left out"
+            t.status = "kept"
     why = _why_not(tried) if candidate is None else None
-    return Choice(candidate, edits, figures, [t.record() for t in tried], selection, why)
+    return Choice(candidate, edits, figures, [t.record() for t in tried], selection, why, screen.rollouts)
 
 
 def _prepare(
@@ -226,26 +242,33 @@ def _prepare(
     base: Candidate,
     done: list[UnitRecord],
     shown: set[str],
-) -> Tried:
-    """The proposal's candidate on its own (base plus its edits), or why it is not screened."""
+) -> list[Tried]:
+    """Each rule of the answer on its own (the base plus that edit), or why it is not screened."""
     if not answered.edits:
         status: ProposalStatus = "spent" if answered.spent else "no rule"
         reason = answered.spent[0].reason if answered.spent else _no_rule(answered)
-        return Tried(answered, [], status=status, reason=reason)
-    merged = merge_edits(answered.edits, base, len(answered.edits), known=shown)
-    edits = [m.edit for m in merged.kept]
-    if not edits:
+        return [Tried(answered, [], status=status, reason=reason)]
+    return [_rule(ctx, screen, answered, rule, base, done, shown) for rule in range(len(answered.edits))]
+
+
+def _rule(
+    ctx: RunContext, screen: Screen, answered: Answered, rule: int, base: Candidate, done: list[UnitRecord],
+    shown: set[str],
+) -> Tried:  # fmt: skip
+    edit = answered.edits[rule]
+    merged = merge_edits([edit], base, 1, known=shown)
+    if not merged.kept:
         why = merged.dropped[0]["reason"] if merged.dropped else "no edit applies"
-        return Tried(answered, answered.edits, status="not applied", reason=why)
+        return Tried(answered, [edit], rule, status="not applied", reason=why)
     try:
-        candidate, edits = apply_patch(base, edits)
+        candidate, edits = apply_patch(base, [merged.kept[0].edit])
     except PatchError as exc:
-        return Tried(answered, edits, status="not applied", reason=f"patch did not apply: {exc}")
+        return Tried(answered, [edit], rule, status="not applied", reason=f"patch did not apply: {exc}")
     problem = precheck(ctx, candidate, base, done)
     if problem is not None:
-        status = "spent" if problem[0] == "repeat" else "not applied"
-        return Tried(answered, edits, candidate, status=status, reason=problem[1])
-    return Tried(answered, edits, candidate, tasks=screen.tasks_for(answered, edits))
+        status: ProposalStatus = "spent" if problem[0] == "repeat" else "not applied"
+        return Tried(answered, edits, rule, candidate, status=status, reason=problem[1])
+    return Tried(answered, edits, rule, candidate, tasks=screen.tasks_for(answered, edits))
 
 
 def _no_rule(answered: Answered) -> str:
@@ -259,21 +282,19 @@ def _no_rule(answered: Answered) -> str:
 
 def _dedupe(tried: list[Tried]) -> None:
     """A proposal whose candidate equals an earlier proposal's (after normalisation) is not screened."""
-    seen: dict[tuple[tuple[str, str], ...], int] = {}
+    seen: dict[tuple[tuple[str, str], ...], str] = {}
     for t in tried:
         if t.status is not None or t.candidate is None:
             continue
         key = normal_form(t.candidate)
         if key in seen:
-            t.status, t.reason = "spent", f"the same candidate as ask {seen[key]}"
+            t.status, t.reason = "spent", f"the same candidate as {seen[key]}"
         else:
-            seen[key] = t.index
+            seen[key] = t.name
 
 
-def _bundle(
-    ctx: RunContext, unit: Unit, base: Candidate, eligible: list[Tried]
-) -> tuple[list[Tried], list[Edit]]:
-    """The eligible proposals that fit, strongest first: the edit budget, one description, the growth cap."""
+def _bundle(ctx: RunContext, unit: Unit, base: Candidate, eligible: list[Tried]) -> list[Tried]:
+    """The eligible rules that fit, strongest first: the edit budget, one description, the growth cap."""
     budget = ctx.edit_budget.at(unit.index)
     bundle: list[Tried] = []
     edits: list[Edit] = []
@@ -281,72 +302,70 @@ def _bundle(
         trial = [*edits, *t.edits]
         problem = None
         if len(trial) > budget:
-            problem = f"the step's edit budget ({budget}) is taken by stronger proposals"
+            problem = f"the step's edit budget ({budget}) is taken by stronger rules"
         elif sum(e.op == "description" for e in trial) > 1:
             problem = "a candidate takes one description (a stronger one is kept)"
-        elif ctx.config.mode == "rewrite" and bundle:
-            problem = "rewrite mode keeps one document (a stronger one is kept)"
         else:
             try:
-                candidate, applied = apply_patch(base, trial)
+                candidate, _ = apply_patch(base, trial)
                 problem = growth_problem(candidate, base, ctx.config.growth_cap)
             except PatchError as exc:
-                problem = f"does not apply beside stronger proposals: {exc}"
+                problem = f"does not apply beside stronger rules: {exc}"
         if problem is None:
             bundle.append(t)
-            edits = applied
+            edits = trial
         else:
             t.status, t.reason = "over budget", problem
-    return bundle, edits
+    return bundle
 
 
 def _leave_one_out(
-    ctx: RunContext,
-    screen: Screen,
-    base: Candidate,
-    bundle: list[Tried],
-    edits: list[Edit],
-    selection: Selection,
-) -> tuple[Candidate, list[Edit], ScreenFigures | None, Selection]:
-    """The candidate of ``edits``; with two edits or more, backward elimination on the union of the
-    bundle's screen tasks (weakest edit first, while two or more remain)."""
-    candidate, edits = apply_patch(base, edits)
-    if len(edits) < 2:
-        return candidate, edits, bundle[0].figures, selection
-    owner = [t.index for t in bundle for _ in t.edits]
+    screen: Screen, base: Candidate, bundle: list[Tried], selection: Selection
+) -> tuple[Candidate | None, list[Edit], ScreenFigures | None, Selection]:
+    """Backward elimination, weakest rule first, on the union of the bundle's screen tasks and fresh
+    replicates (``CONFIRM_OFFSET``): the candidate runs once more, then without each rule in turn (the
+    base's train rollouts when none would be left); a rule goes when its removal helps over those
+    tasks, or costs nothing there and on the tasks it fixed on its own screen. A bundle of one rule is
+    thereby confirmed on a draw that did not select it. None: no rule held up."""
     ids = {task.id for t in bundle for task in (t.tasks or [])}
     tasks = [t for t in screen.batch if t.id in ids]
-    current = screen.run([(candidate, tasks)])[0]
+    members = list(bundle)
+    candidate, _ = apply_patch(base, [e for t in members for e in t.edits])
+    current = screen.run([(candidate, tasks)], CONFIRM_OFFSET)[0]
+    before = {k: v for k, v in screen.before.items() if k[1] in ids}
     steps: list[LeaveOneOut] = []
-    fixed_by = {t.index: set(t.figures.fixed if t.figures else []) for t in bundle}
-    for position in reversed(range(len(edits))):
-        if len(edits) < 2:
-            break
-        rest = edits[:position] + edits[position + 1 :]
-        without, rest = apply_patch(base, rest)
-        scores = screen.run([(without, tasks)])[0]
-        with_mean, without_mean = mean(list(current.values())), mean(list(scores.values()))
-        own = [k for k in current if _name(k) in fixed_by[owner[position]] and k in scores]
+    for t in list(reversed(bundle)):
+        rest = [m for m in members if m is not t]
+        if rest:
+            without, _ = apply_patch(base, [e for m in rest for e in m.edits])
+            scores = screen.run([(without, tasks)], CONFIRM_OFFSET)[0]
+        else:
+            without, scores = base, before
+        shared = [k for k in current if k in scores]
+        with_mean = mean([current[k] for k in shared]) if shared else 0.0
+        without_mean = mean([scores[k] for k in shared]) if shared else 0.0
+        fixed = set(t.figures.fixed if t.figures else [])
+        own = [k for k in shared if _name(k) in fixed]
         on_with = mean([current[k] for k in own]) if own else None
         on_without = mean([scores[k] for k in own]) if own else None
         costs_there = on_with is not None and on_without is not None and on_without < on_with
         dropped = without_mean > with_mean or (without_mean >= with_mean and not costs_there)
         steps.append(
             LeaveOneOut(
-                edit=edits[position].compact(), proposal=owner[position], with_edit=round(with_mean, 6),
-                without=round(without_mean, 6), fixed=[_name(k) for k in own],
+                edit=t.edits[0].compact() if t.edits else "", proposal=t.index, rule=t.rule,
+                with_edit=round(with_mean, 6), without=round(without_mean, 6), fixed=[_name(k) for k in own],
                 with_on_fixed=None if on_with is None else round(on_with, 6),
                 without_on_fixed=None if on_without is None else round(on_without, 6), dropped=dropped,
             )
         )  # fmt: skip
         if dropped:
-            edits, candidate, current = rest, without, scores
-            owner = owner[:position] + owner[position + 1 :]
+            members, candidate, current = rest, without, scores
+            t.status, t.reason = "left out", "on fresh replicates the candidate did as well without it"
+    if not members:
+        return None, [], None, selection.model_copy(update={"leave_one_out": steps})
     figures = screen.figures(current, tasks)
-    kept = [t.index for t in bundle if t.index in owner]
-    for t in bundle:
-        if t.index not in owner:
-            t.status, t.reason = "left out", "the candidate did as well on the screen without its edits"
+    candidate, edits = apply_patch(base, [e for m in members for e in m.edits])
+    kept = list(dict.fromkeys(m.index for m in members))
     return (
         candidate,
         edits,
@@ -358,13 +377,14 @@ def _leave_one_out(
 def _why_not(tried: list[Tried]) -> tuple[UnitDecision, str]:
     """Why a step has no candidate: ``screen`` when proposals were screened, else ``empty``."""
     screened = [t for t in tried if t.figures is not None]
+    if any(t.status == "left out" for t in tried):
+        return "screen", "screen: no rule held up on fresh replicates (leave-one-out)"
     if screened:
-        return (
-            "screen",
-            f"screen: no proposal fixed more train tasks than it broke ({len(screened)} screened)",
-        )
+        return "screen", f"screen: no rule fixed more train tasks than it broke ({len(screened)} screened)"
+    if not tried:
+        return "empty", "every train rollout of the batch passed: no failure to ask about"
     if tried and all(t.status == "spent" for t in tried):
-        return "empty", f"every proposal repeats an edit already tried ({len(tried)} asks)"
+        return "empty", f"every proposal repeats an edit already tried ({len(tried)} rules)"
     counts: dict[str, int] = {}
     for t in tried:
         counts[t.status or "?"] = counts.get(t.status or "?", 0) + 1

@@ -37,6 +37,7 @@ from skilltune.runfiles import (
 from skilltune.skill import Candidate
 from skilltune.store import write_json, write_text
 from skilltune.suite import Task
+from skilltune.training.budget import spent
 from skilltune.training.carry import CarryOn, CarryPolicy, Discard, Route
 from skilltune.training.context import RunContext
 from skilltune.training.gating import Draft, close, gate_unit, precheck
@@ -85,20 +86,31 @@ def run_step(ctx: RunContext, unit: Unit, done: list[UnitRecord]) -> UnitRecord:
         ctx.repo.stage(own)
         if figures is None:  # one ask: the candidate on the very train batch
             own, figures, why_not = _screen_whole(ctx, unit, own, tasks, evidence)
-    return conclude(ctx, policy.route(c, draft, own, figures, carried, why_not), parent, done)
+    route = policy.route(c, draft, own, figures, carried, why_not, final=_last_payable(ctx))
+    return conclude(ctx, route, parent, done)
+
+
+def _last_payable(ctx: RunContext) -> bool:
+    """Whether the rollout budget could not pay for another step after this one's gate: ``--carry run``
+    gates what it carries now rather than end the run with it ungated. (Rollouts on disk only: the
+    same when a resumed step routes again; a token, USD or time budget cannot be told ahead.)"""
+    budget = ctx.config.budget_rollouts
+    return budget is not None and spent(ctx.run).rollouts + ctx.plan.gate + ctx.plan.step > budget
 
 
 def conclude(ctx: RunContext, route: Route, parent: Candidate, done: list[UnitRecord]) -> UnitRecord:
     """Carry on, discard, or gate (a carried candidate gated on its own is linted first)."""
+    folder = route.draft.unit.folder(ctx.run)
     if isinstance(route, CarryOn):
+        if not _holds(
+            folder, route.candidate, parent
+        ):  # the carried candidate, as it was, in this step's place
+            route.candidate.save(folder / "candidate")
+            write_text(folder / "candidate_skill.md", route.candidate.text)
         return close(ctx, route.draft.record(route.candidate.hash, CARRIED, "carry", route.reason), None)
     if isinstance(route, Discard):
         return close(ctx, route.draft.record(route.candidate, "discard", route.decision, route.reason), None)
-    folder = route.draft.unit.folder(ctx.run)
-    if (
-        not (folder / "candidate").is_dir()
-        or Candidate.load(folder / "candidate", parent).hash != route.candidate.hash
-    ):
+    if not _holds(folder, route.candidate, parent):
         problem = precheck(ctx, route.candidate, parent, done)  # the carried candidate, in this step's place
         if problem is not None:
             return close(ctx, route.draft.record(route.candidate.hash, "discard", *problem), None)
@@ -106,6 +118,13 @@ def conclude(ctx: RunContext, route: Route, parent: Candidate, done: list[UnitRe
         write_text(folder / "candidate_skill.md", route.candidate.text)
     ctx.repo.stage(route.candidate)
     return gate_unit(ctx, route.draft, route.candidate, parent, done)
+
+
+def _holds(folder: Path, candidate: Candidate, parent: Candidate) -> bool:
+    """Whether the step's folder holds ``candidate`` as its candidate."""
+    return (folder / "candidate").is_dir() and Candidate.load(
+        folder / "candidate", parent
+    ).hash == candidate.hash
 
 
 Own = tuple[Candidate | None, list[Edit], ScreenFigures | None, tuple[UnitDecision, str] | None]
@@ -142,15 +161,13 @@ def _several(
     else:
         with ctx.stage(unit.name, "screen") as info:
             choice = choose(ctx, unit, base, evidence, tasks, answered, done, shown)
-            info["rollouts"] = sum(r.screen.rollouts for r in choice.proposals if r.screen) + (
-                choice.selection.screen.rollouts * (1 + len(choice.selection.leave_one_out))
-                if choice.selection.screen else 0
-            )  # fmt: skip
+            info["rollouts"] = choice.rollouts
         reflections = ReflectionsFile(
             edits=choice.edits, calls=[call for a in answered for answer in a.answers for call in answer.calls],
             dropped=[d for a in answered for answer in a.answers for d in answer.dropped]
             + [d for a in answered for d in a.spent],
             proposals=choice.proposals, selection=choice.selection,
+            notes={"why_not": list(choice.why_not)} if choice.why_not else {},
         )  # fmt: skip
         reflections.write(path)
     folder = unit.folder(ctx.run)
@@ -165,12 +182,8 @@ def _chosen(reflections: ReflectionsFile, base: Candidate) -> Choice:
     selection = reflections.selection or Selection(rule="")
     kept = [p for p in reflections.proposals if p.status == "kept"]
     if not reflections.edits or not kept:
-        screened = any(p.screen is not None for p in reflections.proposals)
-        why: tuple[UnitDecision, str] = (
-            ("screen", "screen: no proposal fixed more train tasks than it broke")
-            if screened
-            else ("empty", "no proposal to screen")
-        )
+        decision, reason = reflections.notes.get("why_not") or ("empty", "no proposal to screen")
+        why: tuple[UnitDecision, str] = ("screen" if decision == "screen" else "empty", str(reason))
         return Choice(None, [], None, reflections.proposals, selection, why)
     candidate, edits = apply_patch(base, reflections.edits)
     figures = selection.screen or kept[0].screen
