@@ -31,6 +31,8 @@ class Trajectory(BaseModel):
     # What went wrong, as keys the step groups failures by (propose/groups.py): ``answer:<plain
     # answer>``, ``missing:<item>``, ``symptom:<class>``, ... (empty for a passing trajectory).
     failure_keys: list[str] = Field(default_factory=list)
+    # The plain answer an exact task expected, as the suite's feedback policy lets the analyst see it.
+    expected: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -107,6 +109,7 @@ class Focus(BaseModel):
     label: str
     trajectories: list[str]
     gave: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)  # "expected 'x'; the agent gave: '...'"
 
 
 class EvidencePacket(BaseModel):

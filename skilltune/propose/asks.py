@@ -2,14 +2,16 @@
 
 A small model is a poor writer and a fair source of guesses: asked once for the whole batch it
 proposes one weak edit, asked about one failure group at a time it proposes rules, some right. So
-a step asks up to ``N`` times, one *focused* ask per failure group of the batch (propose/groups.py,
-largest group first): the prompt holds that group's failed trajectories and a couple of passing
-ones, and asks for one or two rules. Each rule of an answer is screened on its own by the step; the
-loop, not the analyst, decides which guesses are good. A batch with fewer groups asks fewer times,
-and one without failures asks nothing: independent *samples* of the whole batch (at
-``SAMPLE_TEMPERATURE``) cost a third of the screen's rollouts and half the calls in the simulated
-runs (benchmarks/proposals.py) and added no gain, so only a description step asks them (its
-evidence is the batch's load decisions, not failure groups).
+a step asks ``N`` times, *focused* asks about the failure groups of the batch (propose/groups.py):
+one per group, largest first, then round the groups again while asks are left, each repeat at
+``SAMPLE_TEMPERATURE`` with a seed of its own (a group's answers must be able to differ: with a
+1.5B analyst a third of the answers held no rule, and the same question asked again gave the usable
+ones). The prompt holds that group's failed trajectories and a couple of passing ones, and asks for
+one or two rules. Each rule of an answer is screened on its own by the step; the loop, not the
+analyst, decides which guesses are good. A batch without failures asks nothing. Independent
+*samples* of the whole batch cost a third of the screen's rollouts and half the calls in the
+simulated runs (benchmarks/proposals.py) and added no gain, so only a description step asks them
+(its evidence is the batch's load decisions, not failure groups).
 
 Every ask is derived from the step's packet and its index alone, so a resumed step asks the same
 questions (and finds their answers on disk).
@@ -23,9 +25,9 @@ from typing import Literal
 from skilltune.proposal import EvidencePacket, Focus
 from skilltune.propose.groups import failure_groups
 
-SAMPLE_TEMPERATURE = 0.8  # a sample, and a re-ask, must be able to differ from the first answer
+SAMPLE_TEMPERATURE = 0.7  # a repeat, a sample and a re-ask must be able to differ from the first answer
 ASK_EDITS = 2  # rules one ask may propose
-FOCUS_FAILURES = 6  # failed trajectories a focused prompt shows (its group's, in canonical order)
+FOCUS_FAILURES = 4  # failed trajectories a focused prompt shows (its group's, in canonical order)
 FOCUS_SUCCESSES = 2  # passing trajectories beside them: what the skill already gets right
 
 
@@ -36,6 +38,7 @@ class Ask:
     index: int
     kind: Literal["focus", "sample"]
     focus: Focus | None = None
+    repeat: int = 0  # how many times its group was asked before in this step
 
     @property
     def label(self) -> str:
@@ -51,13 +54,15 @@ def plan_asks(packet: EvidencePacket, n: int) -> list[Ask]:
     if len(groups) > 1:  # a key every failure shares (a checklist's closing marker) singles nothing out
         everyone = {t.id for t in packet.failures}
         groups = [g for g in groups if set(g.trajectories) != everyone] or groups
-    return [Ask(i + 1, "focus", group) for i, group in enumerate(groups[:n])]
+    if not groups:
+        return []
+    return [Ask(i + 1, "focus", groups[i % len(groups)], i // len(groups)) for i in range(n)]
 
 
 def ask_packet(packet: EvidencePacket, ask: Ask, seed: int, spent: list[str], reask: bool) -> EvidencePacket:
     """The packet of one ask (a re-ask: told the ``spent`` edits, and at a temperature that lets the
     answer change)."""
-    hot = ask.kind == "sample" or reask
+    hot = ask.kind == "sample" or reask or ask.repeat > 0
     update: dict[str, object] = {
         "ask": ask.index,
         "seed": seed,

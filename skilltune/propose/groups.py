@@ -53,6 +53,20 @@ def failure_keys(record: RolloutRecord, task: Task, suite: Suite, output: str) -
     return list(dict.fromkeys(keys))
 
 
+def expected_text(task: Task, suite: Suite) -> str | None:
+    """The plain answer an exact task expects (``account``, ``one of: yes, no``), when its pattern
+    encodes one and the suite's feedback policy lets the analyst see answers; else None."""
+    if suite.scoring_mode(task) != "exact" or suite.config.feedback != "full":
+        return None
+    expected = task.scoring.get("expected")
+    answer = (
+        expected_answer(expected, task.scoring.get("ignore_case") is True)
+        if isinstance(expected, str)
+        else None
+    )
+    return None if answer is None else answer.text
+
+
 def _exact_key(task: Task, output: str, answers_shown: bool) -> str:
     if not answers_shown:
         return "exact:missing"
@@ -97,7 +111,9 @@ def label(key: str) -> str:
     """A key in words, as prompts and the report show it."""
     kind, _, rest = key.partition(":")
     if key == NOT_ALONE:
-        return "the right answer was in the output, but not alone"
+        return (
+            "the answer held the expected answer but more words around it: the task accepts the answer alone"
+        )
     if key == OTHER_ANSWERS:
         return "other wrong answers (each expected once)"
     return {
@@ -123,9 +139,24 @@ def failure_groups(failures: list[Trajectory]) -> list[Focus]:
     order = {key: i for i, key in enumerate(members)}
     ranked = sorted(members.items(), key=lambda item: (-len(item[1]), order[item[0]]))
     return [
-        Focus(key=key, label=label(key), trajectories=[t.id for t in group], gave=_gave(group))
+        Focus(
+            key=key,
+            label=label(key),
+            trajectories=[t.id for t in group],
+            gave=_gave(group),
+            examples=_examples(group),
+        )
         for key, group in ranked
     ]
+
+
+def _examples(group: list[Trajectory], limit: int = 4) -> list[str]:
+    """What was expected and what the agent gave, task by task (exact tasks whose answer may be shown)."""
+    return [
+        f"expected {t.expected!r}; the agent gave {one_line(t.output.strip(), _GAVE_CHARS)!r}"
+        for t in group
+        if t.expected is not None
+    ][:limit]
 
 
 def _gave(group: list[Trajectory]) -> list[str]:

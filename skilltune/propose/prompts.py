@@ -108,8 +108,12 @@ def render_focus(packet: EvidencePacket) -> str:
     """A focused ask's failure group: what went wrong and what the agent gave instead."""
     assert packet.focus is not None
     focus = packet.focus
-    gave = f"\nWhat the agent gave instead: {', '.join(focus.gave[:6])}" if focus.gave else ""
     n = len(focus.trajectories)
+    if focus.examples:
+        shown = "\n".join(f"- {example}" for example in focus.examples)
+        gave = f"\nFor example:\n{shown}"
+    else:
+        gave = f"\nWhat the agent gave instead: {', '.join(focus.gave[:6])}" if focus.gave else ""
     return tagged("focus", f"{focus.label} ({n} failed task{'s' if n != 1 else ''}){gave}")
 
 

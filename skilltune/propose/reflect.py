@@ -18,7 +18,7 @@ from typing import Literal
 from skilltune.errors import SkilltuneError
 from skilltune.judge.verdict import verdict_feedback
 from skilltune.proposal import Component, EvidencePacket, RejectedEdit, Trajectory, TriggerCase
-from skilltune.propose.groups import failure_groups, failure_keys, summary
+from skilltune.propose.groups import expected_text, failure_groups, failure_keys, summary
 from skilltune.rollout.tally import unit_of
 from skilltune.runfiles import JudgeFile, RolloutRecord, RunFileError, UnitRecord
 from skilltune.skill import Candidate
@@ -99,6 +99,7 @@ def trajectory(record: RolloutRecord, folder: Path, suite: Suite) -> Trajectory:
         feedback=scorer_feedback(record, folder, suite, mode),
         checks=list(record.score.checks) if receipts else [],
         failure_keys=failure_keys(record, task, suite, output),
+        expected=expected_text(task, suite),
     )
 
 

@@ -216,7 +216,8 @@ def repair_anchors(
 
 def append_unanchored(edits: list[Edit], packet: EvidencePacket) -> tuple[list[Edit], int]:
     """``edits`` with each cited ``insert_after`` or ``replace`` whose anchor is not in the skill at
-    all turned into an ``append`` of its text (an anchor found more than once, or protected, stays
+    all, or that has none (a small model writes ``"op": "replace", "anchor": null`` for a rule to
+    add), turned into an ``append`` of its text (an anchor found more than once, or protected, stays
     as it is: the merge drops it with its reason); how many were turned."""
     out = list(edits)
     turned = 0
@@ -224,7 +225,8 @@ def append_unanchored(edits: list[Edit], packet: EvidencePacket) -> tuple[list[E
         if edit.op not in ("insert_after", "replace") or not cited(edit, packet):
             continue
         problem = anchor_problem(packet, edit)
-        if problem is not None and problem.startswith("anchor not found"):
+        missing = not (edit.anchor or "").strip()
+        if problem is not None and (missing or problem.startswith("anchor not found")):
             out[index] = edit.model_copy(update={"op": "append", "anchor": None})
             turned += 1
     return out, turned
