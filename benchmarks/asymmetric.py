@@ -30,7 +30,7 @@ from scipy import optimize
 from scipy import stats as sps
 
 from benchmarks.gatesim import NEW, NEW_VETO, Design, crossings, settle, wilson
-from skilltune.stats.alpha import RunAlpha
+from skilltune.gate.run import RunAlpha
 
 GRID = 100  # graded scores lie on a 0.01 grid: gatesim's task sums are then the gate's own lattice
 NOISE = 0.05  # a graded rollout's replicate noise (sd)

@@ -101,7 +101,7 @@ class Gating:
 def _levels(policy: str, alpha: float, planned: int, histories: list[list[bool]]) -> np.ndarray:
     if policy == "equal":  # not a RunAlpha policy: the same share for every planned decision
         return np.array([alpha / planned if len(h) < planned else 0.0 for h in histories])
-    from skilltune.stats.alpha import RunAlpha
+    from skilltune.gate.run import RunAlpha
 
     run = RunAlpha(alpha, policy, planned)  # type: ignore[arg-type]
     return np.array([run.level(h) for h in histories])

@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import asymmetric, efficiency  # noqa: E402
 from benchmarks.gatesim import NEW, TODAY, Design, decide, outcomes, wilson  # noqa: E402
 from benchmarks.runsim import Gating, Proposals, RunShape, training_runs  # noqa: E402
-from skilltune.stats.alpha import RunAlpha  # noqa: E402
+from skilltune.gate.run import RunAlpha  # noqa: E402
 
 SUITE = ROOT / "examples" / "mock-demo" / "suite"
 GOOD = ROOT / "examples" / "mock-demo" / "good-skill"

@@ -8,12 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from skilltune.gate import make_gate
+from skilltune.gate import HarmScope, make_gate
+from skilltune.gate.run import RunAlpha
+from skilltune.gate.sequential import SequentialGate
 from skilltune.runfiles import RolloutRecord, SignFlipStatistic, Verdict
 from skilltune.score import Score
-from skilltune.sequential import SequentialGate
 from skilltune.stats import SequentialTest
-from skilltune.stats.alpha import RunAlpha, harmonic_weights
+from skilltune.stats.alpha import harmonic_weights
 from skilltune.stats.signflip import Crossings, Reference, budgets, lattice, p_value, reference_size, tail
 
 
@@ -220,7 +221,7 @@ def test_decisions_past_the_plan_never_spend_more_than_alpha(planned: int) -> No
 
 
 def test_an_exhausted_plan_rejects_without_rollouts() -> None:
-    from skilltune.training.rungate import RunGate
+    from skilltune.gate.run import RunGate
 
     gate = RunGate("sequential", "mixed", 1, {}, 0.05, "spend", 2)
     assert gate.for_decision([False])[0] is not None
@@ -509,16 +510,15 @@ def test_a_task_hurt_beyond_the_tolerance_blocks_a_keep() -> None:
 
 
 def test_a_trigger_query_lost_by_a_rewrite_is_a_trade_off_not_a_harm() -> None:
-    """The same data as above, but t_harm is a trigger task (the gate's ``trade_offs``): a description
-    that wins 12 queries and loses one for good is kept in round 1, with no harm record naming it;
-    a body task beside it that falls the same way still blocks the keep."""
-    gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
-    gate.trade_offs = frozenset({"t_harm"})
+    """The same data as above, but t_harm is a trigger task (a trade-off in the decision's
+    ``HarmScope``): a description that wins 12 queries and loses one for good is kept in round 1, with
+    no harm record naming it; a body task beside it that falls the same way still blocks the keep."""
+    scope = HarmScope(trade_offs=frozenset({"t_harm"}))
+    gate = make_gate("sequential", "mixed", 1, scope, alpha=0.05, max_reps=3)
     kept = gate.decide(sampler := TableSampler(_helps_twelve([(1.0, 0.0)])))
     assert kept.decision == "accept" and sampler.calls == 1
     assert kept.harm is not None and kept.harm.suspects == {} and kept.harm.harmed == {}
-    body = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
-    body.trade_offs = frozenset({"t_harm"})
+    body = make_gate("sequential", "mixed", 1, scope, alpha=0.05, max_reps=3)
     table = _helps_twelve([(1.0, 0.0)]) | {"b_hurt": [(1.0, 0.0)]}
     vetoed = body.decide(TableSampler(table))
     assert vetoed.decision == "reject" and vetoed.harm is not None and set(vetoed.harm.harmed) == {"b_hurt"}
@@ -532,15 +532,15 @@ def _three_agents(harm: dict[str, float]) -> dict[str, list[tuple[float, float]]
 
 
 def test_under_agents_gate_mean_the_veto_weighs_a_task_over_the_agents() -> None:
-    """``harm_groups`` (--agents-gate mean) pools a task's units across the agents before the veto
-    looks. t_harm lost on agent a and won on b and c (mean +1/3) is a trade-off: kept. Lost on every
+    """The scope's ``groups`` (--agents-gate mean) pool a task's units across the agents before the
+    veto looks. t_harm lost on agent a and won on b and c (mean +1/3) is a trade-off: kept. Lost on every
     agent it blocks the keep, named by its task (the sum still crosses: 12 units up, 3 down, p
     576/32768). Without the pooling (no-worse), a's one lost unit is vetoed on its own."""
     groups = {unit: unit.split("/")[1] for unit in _three_agents(dict.fromkeys("abc", 0.0))}
 
     def decide(harm: dict[str, float], pooled: bool) -> Verdict:
-        gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
-        gate.harm_groups = groups if pooled else {}
+        scope = HarmScope(groups=groups if pooled else {})
+        gate = make_gate("sequential", "mixed", 1, scope, alpha=0.05, max_reps=3)
         return gate.decide(TableSampler(_three_agents(harm)))
 
     traded = decide({"a": 0.0, "b": 1.0, "c": 1.0}, pooled=True)

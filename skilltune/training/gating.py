@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from skilltune.gate.veto import HarmScope
 from skilltune.metric import Metric
 from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
@@ -287,7 +288,11 @@ def decide(
         verdict = Verdict.read(path)
     else:
         earlier = [r.verdict == "keep" for r in done if r.alpha is not None]
-        gate, level = ctx.gate.for_decision(earlier, ctx.rng(seq, "gate").randrange(2**32))
+        val = ctx.suite.tasks("val")
+        trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
+        labels = ctx.rollouts.labels
+        scope = HarmScope(trade_offs(trigger, labels), harm_groups(val, labels, ctx.config.agents_gate))
+        gate, level = ctx.gate.for_decision(earlier, ctx.rng(seq, "gate").randrange(2**32), scope)
         if gate is None:
             verdict = Verdict(
                 decision="reject", reason="the run's alpha is spent: its plan of decisions is exhausted",
@@ -300,12 +305,7 @@ def decide(
             )  # fmt: skip
         else:
             pool = IncumbentPool.of(ctx, incumbent, done)
-            val = ctx.suite.tasks("val")
             sampler = ValSampler(ctx.rollouts, folder, val, candidate, incumbent, seq, pool)
-            trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
-            labels = ctx.rollouts.labels
-            gate.trade_offs = trade_offs(trigger, labels)
-            gate.harm_groups = harm_groups(val, labels, ctx.config.agents_gate)
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)
