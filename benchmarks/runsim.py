@@ -140,7 +140,7 @@ def training_runs(
         def decider(
             alphas: np.ndarray, cand: np.ndarray, inc: np.ndarray, seeds: np.ndarray, rng: Generator
         ) -> tuple[np.ndarray, np.ndarray]:
-            return decide(gating.design, alphas, (cand - inc).astype(np.int8), seeds, rng)
+            return decide(gating.design, alphas, (cand - inc).astype(np.int8), seeds, rng, inc=inc)
 
     units = []
     for step in range(1, shape.steps + 1):

@@ -39,8 +39,11 @@ class SequentialOptions(GateOptions):
         default=0.5,
         gt=0.0,
         le=2.0,
-        description="a val task whose score falls by more than this with confidence blocks a keep "
-        "(above 1: off)",
+        description="a val task that loses more than this share of its incumbent score (and more than "
+        "harm_floor) with confidence blocks a keep (above 1: off)",
+    )
+    harm_floor: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="the smallest fall of a task's score the harm veto counts"
     )
     harm_confidence: float = Field(default=0.9, gt=0.5, lt=1.0, description="confidence of the harm veto")
 
@@ -62,15 +65,16 @@ class SequentialGate(Gate[SequentialOptions]):
     bound of the mean gain falls below ``min_effect``, and at the cap otherwise; with
     ``stop_on_repeat`` also as soon as no later round can change the decision
     (stats/rounds.py). Once the path has crossed, the harm veto (gate/veto.py) rejects when
-    a val task fell by more than ``harm_tolerance`` with confidence, and asks for one more
-    round when a task fell that far before any noise estimate exists (``scope``, the decision's
-    ``HarmScope``, names the trigger tasks, which are not vetoed one by one: the mean weighs a
-    query won against one lost). Each round records every task's pair of replicates and scores.
+    a val task lost more than ``harm_tolerance`` of its score (and more than ``harm_floor``) with
+    confidence, and runs another round, while rounds remain, when a task fell that far without
+    confidence yet (``scope``, the decision's ``HarmScope``, names the trigger tasks, which are
+    not vetoed one by one: the mean weighs a query won against one lost). Each round records
+    every task's pair of replicates and scores.
 
     Defaults (documented in the README): ``alpha`` is set per decision by the run's
     error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect`` 0.10 on
     the gate metric; ``futility_confidence`` 0.85 from the first replicate; ``rho`` 2;
-    ``harm_tolerance`` 0.5 at ``harm_confidence`` 0.9.
+    ``harm_tolerance`` 0.5 (half the task's score), ``harm_floor`` 0.1, ``harm_confidence`` 0.9.
     """
 
     name = "sequential"
@@ -83,7 +87,9 @@ class SequentialGate(Gate[SequentialOptions]):
         self.alpha = self.options.alpha
         self.max_reps = self.options.max_reps
         o = self.options
-        self.veto = HarmVeto(o.harm_tolerance, o.harm_confidence, scope or HarmScope())
+        self.veto = HarmVeto(
+            o.harm_tolerance, o.harm_confidence, o.harm_floor, o.max_reps, scope or HarmScope()
+        )
 
     @property
     def max_replicates(self) -> int:
@@ -143,7 +149,7 @@ class SequentialGate(Gate[SequentialOptions]):
                 crossed = (
                     f"crossed the sign-flip boundary (alpha {self.alpha:.3g}, p {stat.p:.3g} at this round)"
                 )
-                check = self.veto.check(by_task)
+                check, waiting = self.veto.check(by_task, k + 1)
                 blocked = self.veto.blocks(check)
                 if blocked is not None:
                     return self._verdict(
@@ -152,8 +158,8 @@ class SequentialGate(Gate[SequentialOptions]):
                         rounds,
                         check,
                     )
-                if self.veto.waits(check) and k + 1 < self.max_reps:
-                    continue  # one more round tells a task's drop from replicate noise
+                if waiting and k + 1 < self.max_reps:
+                    continue  # another round may tell a task's fall from replicate noise
                 return self._verdict(
                     "accept", f"gain {gain:+.3f} {where}: {crossed}{self.veto.doubt(check)}", rounds, check
                 )

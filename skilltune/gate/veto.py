@@ -1,9 +1,12 @@
 """The sequential gate's harm veto: which val units it looks at, and what it says of a crossing.
 
 The rule itself (suspects, their noise, harm with confidence) is stats/harm.py; this module
-applies it to a decision's rounds. A decision's ``HarmScope`` is handed to the gate when it is
-built (``make_gate(..., scope=...)``, ``RunGate.for_decision(..., scope)``): it says which units
-are trade-offs rather than harms and which units the veto pools into one task.
+applies it to a decision's rounds. Once the sign-flip test has crossed, the gate asks the veto
+after every round: a harmed task rejects; a suspect neither harmed nor cleared holds the keep
+back for another round while rounds remain; otherwise the candidate is kept. A decision's
+``HarmScope`` is handed to the gate when it is built (``make_gate(name, metric, reps, scope)``,
+``RunGate.for_decision(earlier, seed, scope)``): it says which units are trade-offs rather than
+harms and which units the veto pools into one task.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from skilltune.runfiles import HarmCheck, Pair
-from skilltune.stats.harm import harm
+from skilltune.stats.harm import Scores, harm
 
 
 @dataclass(frozen=True)
@@ -30,39 +33,50 @@ class HarmScope:
     trade_offs: frozenset[str] = frozenset()
     groups: Mapping[str, str] = field(default_factory=dict)
 
-    def differences(self, by_unit: Mapping[str, Sequence[Pair]]) -> dict[str, list[float]]:
-        """Per group, the per-round differences (candidate minus incumbent) the veto weighs."""
-        diffs: dict[str, list[float]] = {}
+    def rounds(self, by_unit: Mapping[str, Sequence[Pair]]) -> dict[str, list[Scores]]:
+        """Per group, the (incumbent, candidate) scores of its units' rounds that the veto weighs."""
+        out: dict[str, list[Scores]] = {}
         for unit, got in by_unit.items():
             if unit not in self.trade_offs:
-                diffs.setdefault(self.groups.get(unit, unit), []).extend(
-                    q.candidate - q.incumbent
+                out.setdefault(self.groups.get(unit, unit), []).extend(
+                    (q.incumbent, q.candidate)
                     for q in got
                     if q.candidate is not None and q.incumbent is not None
                 )
-        return diffs
+        return out
 
 
 @dataclass(frozen=True)
 class HarmVeto:
-    """The veto of one decision: its options (``tolerance`` above 1 turns it off) and scope."""
+    """The veto of one decision: its options (``tolerance``, a share of the incumbent's score,
+    above 1 turns it off; ``floor``, the smallest fall that counts) and scope."""
 
     tolerance: float
     confidence: float
+    floor: float
+    looks: int  # the rounds a decision may run: the veto may look after each, its confidence spent over them
     scope: HarmScope = field(default_factory=HarmScope)
 
-    def check(self, by_unit: Mapping[str, Sequence[Pair]]) -> HarmCheck | None:
-        """What the veto sees in the rounds so far (None: the veto is off)."""
+    def check(self, by_unit: Mapping[str, Sequence[Pair]], done: int) -> tuple[HarmCheck | None, list[str]]:
+        """What the veto sees in the ``done`` rounds so far (None: the veto is off), and the suspects
+        neither harmed nor cleared that the rounds left could still confirm (a keep waits for them)."""
         if self.tolerance > 1.0:
-            return None
-        seen = harm(self.scope.differences(by_unit), self.tolerance, self.confidence)
-        return HarmCheck(
+            return None, []
+        grow = self.looks / done
+        seen = harm(self.scope.rounds(by_unit), self.tolerance, self.confidence, self.floor, self.looks, grow)
+        check = HarmCheck(
             tolerance=self.tolerance,
             confidence=self.confidence,
             suspects={t: round(m, 6) for t, m in seen.suspects.items()},
             harmed={t: round(u, 6) for t, u in seen.harmed.items()},
             noise=None if seen.noise is None else round(seen.noise, 6),
+            floor=self.floor,
         )
+        return check, seen.open
+
+    def fell(self) -> str:
+        """How far a task must fall to be harmed, in words."""
+        return f"more than {self.tolerance:.0%} of its score and more than {self.floor:g}"
 
     def blocks(self, check: HarmCheck | None) -> str | None:
         """Why the check blocks a keep (the harmed tasks, worst first), or None."""
@@ -71,17 +85,11 @@ class HarmVeto:
         worst = sorted(check.harmed, key=lambda t: check.suspects[t])
         named = ", ".join(f"{t} {check.suspects[t]:+.2f}" for t in worst[:5])
         more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
-        return f"{len(worst)} val task(s) fell by more than {self.tolerance:g} with confidence: {named}{more}"
+        return f"{len(worst)} val task(s) fell by {self.fell()} with confidence: {named}{more}"
 
-    @staticmethod
-    def waits(check: HarmCheck | None) -> bool:
-        """Whether a task fell beyond the tolerance before any noise estimate exists (one round)."""
-        return check is not None and check.noise is None and bool(check.suspects)
-
-    @staticmethod
-    def doubt(check: HarmCheck | None) -> str:
+    def doubt(self, check: HarmCheck | None) -> str:
         """What a keep leaves open: tasks that fell beyond the tolerance without confidence."""
         if check is None or not check.suspects:
             return ""
         why = "within the replicate noise" if check.noise is not None else "noise unknown at one replicate"
-        return f"; {len(check.suspects)} task(s) fell by more than {check.tolerance:g}, {why}"
+        return f"; {len(check.suspects)} task(s) fell by {self.fell()}, {why}"
