@@ -61,11 +61,15 @@ def study(runs: int, decisions: int) -> dict[str, Any]:
                 clip = not graded or law not in LAWS  # issue 33's graded laws unclipped, as it simulated
                 seed = zlib.crc32(repr(("issue33", graded, law, n, clip)).encode())
                 row = law_runs(law, graded, n, runs, seed, clip)
-                rows.append({
-                    "scores": "graded" if graded else "0/1", "law": law.label, "share": law.share,
-                    "harm": law.harm, "gain": law.gain, "mean": mean_effect(law, graded, clip), "clipped": clip,
-                    "tasks": n, "bound": 12 * (1 - law.share) ** n if law.share else None, **row,
-                })  # fmt: skip
+                bound = 12 * (1 - law.share) ** n if law.share else None  # k (1 - h)^n, k = 12
+                what = {
+                    "scores": "graded" if graded else "0/1",
+                    "law": law.label,
+                    "tasks": n,
+                    "clipped": clip,
+                }
+                what |= {"share": law.share, "harm": law.harm, "gain": law.gain}
+                rows.append(what | {"mean": mean_effect(law, graded, clip), "bound": bound, **row})
                 print(
                     f"  (j) {rows[-1]['scores']} {law.label} {n}: {row['keep_off']:.3f} / "
                     f"{row['keep_before']:.3f} -> {row['keep_on']:.3f}",
@@ -92,17 +96,18 @@ def report(result: dict[str, Any]) -> list[str]:
     for row in got["laws"]:
         bound = "-" if row["bound"] is None else f"{100 * row['bound']:.1f}"
         lines.append(
-            f"| {row['scores']} | {row['law']} | {row['mean']:+.4f} | {row['tasks']} | {row['runs']} | {bound} | "
+            f"| {row['scores']} | {row['law']} | {row['mean']:+.4f} | {row['tasks']} | {row['runs']} | "
+            f"{bound} | "
             f"{cell(row, 'keep_off')} | {cell(row, 'keep_before')} | {cell(row, 'keep_on')} | "
             f"{row['rollouts_before']:.0f} -> {row['rollouts_on']:.0f} (waiting for every suspect: "
             f"{cell(row, 'keep_all')}, {row['rollouts_all']:.0f}) |"
         )
     lines += [
         "",
-        "(j) the good 0/1 edit (12 of 20 fixed, none harmed) with flaky unchanged tasks, single decisions at "
-        "the first level: power % (95%) | rollouts a decision",
-        "| flaky tasks | decisions | without the veto | rollouts | before issue 33 | rollouts | today | rollouts "
-        "| waiting for every suspect | rollouts |",
+        "(j) the good 0/1 edit (12 of 20 fixed, none harmed) with flaky unchanged tasks, single decisions "
+        "at the first level: power % (95%) | rollouts a decision",
+        "| flaky tasks | decisions | without the veto | rollouts | before issue 33 | rollouts | today "
+        "| rollouts | waiting for every suspect | rollouts |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in got["flaky"]:

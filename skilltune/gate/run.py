@@ -1,8 +1,9 @@
 """A training run's gate (``RunGate``): its options checked once, then one gate per decision at
 the level the run's error control (``RunAlpha``) gives it.
 
-Error control over a whole run: how much alpha each gate decision may use. A run makes many gate decisions; testing each at 0.05 would keep a useless edit in
-most long runs. Two policies share the run's ``alpha`` (default 0.05) among decisions,
+Error control over a whole run: how much alpha each gate decision may use. A run makes many
+gate decisions; testing each at 0.05 would keep a useless edit in most long runs. Two
+policies share the run's ``alpha`` (default 0.05) among decisions,
 in order, using only the outcomes of earlier decisions (so a resumed run computes the
 same levels). Both give decision j at most ``alpha * gamma_j``-shaped shares of a
 budget planned for ``planned`` decisions (harmonic weights, front-loaded, summing to 1

@@ -54,7 +54,7 @@ class HarmVeto:
     tolerance: float
     confidence: float
     floor: float
-    looks: int  # the rounds a decision may run: the veto may look after each, its confidence spent over them
+    looks: int  # the rounds a decision may run: the veto may look after each (its confidence spent over them)
     scope: HarmScope = field(default_factory=HarmScope)
 
     def check(self, by_unit: Mapping[str, Sequence[Pair]], done: int) -> tuple[HarmCheck | None, list[str]]:

@@ -31,9 +31,12 @@ noise of flaky tasks, not against the zero of the deterministic ones. When no ta
 (every task repeated: a deterministic target) the noise is zero and a repeated fall is a harm.
 With one round there is no estimate at all (``noise`` None).
 
-A suspect neither harmed nor cleared (its mean back out of the region) is **unresolved**: the gate
-runs another round before it keeps anything while rounds remain (gate/veto.py). More rounds only
-turn a keep into a reject: the gate's level is unchanged.
+A suspect neither harmed nor cleared (its means back out of the region) is **open** when the
+rounds the decision may still run could confirm it, its means and noise staying as they are (or
+while there is no noise estimate yet): the gate runs another round before it keeps anything
+(gate/veto.py). A suspect that even the cap's rounds could not confirm does not hold the keep: its
+fall is within what its noise lets the decision tell (a 50/50 task that fell once or twice). More
+rounds only turn a keep into a reject: the gate's level is unchanged.
 """
 
 from __future__ import annotations
@@ -115,8 +118,9 @@ def harm(
     if suspects:
         z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / (looks * len(suspects)))
         for task in suspects:
-            if _beyond(share.upper(task, z), diff.upper(task, z), floor):
-                harmed[task] = diff.upper(task, z) or 0.0
+            up_share, up_diff = share.upper(task, z), diff.upper(task, z)
+            if up_share is not None and up_diff is not None and _beyond(up_share, up_diff, floor):
+                harmed[task] = up_diff
             elif grow > 1.0 and _beyond(share.upper(task, z, grow), diff.upper(task, z, grow), floor, True):
                 open_.append(task)
     return Harm({t: diff.means[t] for t in suspects}, harmed, diff.pooled, open_)
