@@ -187,9 +187,8 @@ def decided(
     crossed, stops = crossings(design, alphas, np.cumsum(out - inc, axis=1), 1, seeds, rng)
     result = {}
     for name, veto in VETOES.items():
-        chosen = replace(
-            design, harm_tolerance=veto.harm_tolerance, harm_rule=veto.harm_rule, harm_wait=veto.harm_wait
-        )
+        harm = ("harm_tolerance", "harm_confidence", "harm_floor", "harm_rule", "harm_wait")
+        chosen = replace(design, **{key: getattr(veto, key) for key in harm})
         acc, used = settle(chosen, crossed, stops, inc, out, 1)
         result[name] = {
             "decisions": decisions, "alpha": float(alphas[0]), "power": float(acc.mean()),

@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.asymmetric import SYMMETRIC, Law, cell, decided, law_runs, mean_effect, rollouts
-from benchmarks.gatesim import NEW
+from benchmarks.efficiency import MODELS, real_gate, summarise, versus
+from benchmarks.gatesim import NEW, NEW_VETO, OLD_VETO
+from benchmarks.runsim import Gating, RunShape, training_runs
 from skilltune.gate.run import RunAlpha
 
 LAWS = (Law(0.20, 0.55, 0.1375), Law(0.20, 0.60, 0.15))  # issue 33's and issue 20's
@@ -52,8 +54,38 @@ def flaky_power(flaky: int, decisions: int, alpha: float, seed: int, n: int = 20
     return {"flaky": flaky, "tasks": n, **decided(NEW, np.full(decisions, alpha), inc, out, rng)}
 
 
-def study(runs: int, decisions: int) -> dict[str, Any]:
-    """The cells: ``runs`` 12-decision runs a law cell, ``decisions`` decisions a flaky cell."""
+def efficiency(runs: int, seed: int = 11) -> dict[str, Any]:
+    """Part (i)'s figure for the default (``--carry screen``) and ``--carry off`` with the veto before
+    issue 33 and today's: ``runs`` simulated training runs each (the same seeds), both proposal
+    models, and today's figure over the former's (paired bootstrap over the run indices)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for model, proposals in MODELS.items():
+        arrays, rows = {}, {}
+        for carry in ("screen", "off"):
+            for label, design in (("before", OLD_VETO), ("today", NEW_VETO)):
+                extra = {"carry": "screen"} if carry == "screen" else {}
+                gating = Gating(label, design, prefetch=False, screen=True, extra=extra)
+                got = training_runs(
+                    gating, RunShape(), proposals, runs, seed, real_gate(design), per_run=True
+                )
+                name = f"--carry {carry}, {label}"
+                arrays[name] = got.pop("per_run")
+                rows[name] = summarise(arrays[name], rng)
+            today, before = f"--carry {carry}, today", f"--carry {carry}, before"
+            rows[today]["vs_before"] = versus(arrays[today], arrays[before], rng)
+            print(
+                f"  (j) {model} --carry {carry}: {rows[today]['vs_before'][0]:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
+        out[model] = rows
+    return {"runs": runs, "models": out}
+
+
+def study(runs: int, decisions: int, eff_runs: int = 0) -> dict[str, Any]:
+    """The cells: ``runs`` 12-decision runs a law cell, ``decisions`` decisions a flaky cell, and
+    ``eff_runs`` simulated training runs a design for part (i)'s figure (0: none)."""
     rows = []
     for graded in (True, False):
         for law in (*LAWS, *(LOW if graded else ()), *SYMMETRIC):
@@ -78,7 +110,10 @@ def study(runs: int, decisions: int) -> dict[str, Any]:
                 )
     level = RunAlpha(0.05, "spend", 12).level([])
     flaky = [flaky_power(f, decisions, level, seed=zlib.crc32(f"flaky{f}".encode())) for f in FLAKY]
-    return {"harm_veto": {"laws": rows, "flaky": flaky}}
+    result: dict[str, Any] = {"laws": rows, "flaky": flaky}
+    if eff_runs:
+        result["efficiency"] = efficiency(eff_runs)
+    return {"harm_veto": result}
 
 
 def report(result: dict[str, Any]) -> list[str]:
@@ -116,4 +151,25 @@ def report(result: dict[str, Any]) -> list[str]:
             for k in ("off", "before", "on", "all")
         ]
         lines.append(f"| {row['flaky']} | {row['off']['decisions']} | " + " | ".join(cells) + " |")
+    eff = got.get("efficiency")
+    if eff:
+        lines += [
+            "",
+            f"(j) part (i)'s figure, held-out gain per 1,000 training rollouts ({eff['runs']} runs a "
+            "design): the veto before issue 33 -> today's; today's over the former's [95%]",
+            "| model | design | before | today | today / before | rollouts a run | (a) useless keeps % "
+            "| (b) worse % |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for model, rows in eff["models"].items():
+            for carry in ("screen", "off"):
+                a, b = rows[f"--carry {carry}, before"], rows[f"--carry {carry}, today"]
+                ratio, lo, hi = b["vs_before"]
+                lines.append(
+                    f"| {model} | --carry {carry} | {a['gain_per_1000']['value']:.3f} | "
+                    f"{b['gain_per_1000']['value']:.3f} | {ratio:.2f} [{lo:.2f}, {hi:.2f}] | "
+                    f"{a['training_rollouts_per_run']:.0f} -> {b['training_rollouts_per_run']:.0f} | "
+                    f"{100 * a['useless_keep']:.1f} -> {100 * b['useless_keep']:.1f} | "
+                    f"{100 * a['worse_than_seed']:.1f} -> {100 * b['worse_than_seed']:.1f} |"
+                )
     return lines

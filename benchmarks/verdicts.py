@@ -629,7 +629,9 @@ PARTS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
     # (i) held-out gain per 1,000 training rollouts by gate design (issue 20 item 2)
     "i": lambda preset, workers: {"efficiency": efficiency.study(preset["eff_runs"], seed=11)},
     # (j) the harm veto before and after issue 33: its laws, the nulls, flaky tasks
-    "j": lambda preset, workers: harmveto.study(preset["harm_runs"], preset["harm_decisions"]),
+    "j": lambda preset, workers: harmveto.study(
+        preset["harm_runs"], preset["harm_decisions"], preset["eff_runs"]
+    ),
 }
 
 
