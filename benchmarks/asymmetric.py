@@ -12,9 +12,10 @@ of 12 decisions on the same val tasks share the incumbent's rollouts as a run do
 (verdicts.run_study), at the spend policy's levels; a decision whose level is below 2^-n is
 rejected without rollouts (Gate.cannot_accept).
 
-A run's incumbent changes only at a keep, so until its first keep a run is the same with and
-without the veto: both are decided on one path (the veto only turns crossings into rejections),
-and the share of runs that keep any edit is exact for both. Later keeps are not simulated.
+A run's incumbent changes only at a keep, so until its first keep a run is the same without the
+veto, with the veto before issue 33 and with today's: all are decided on one path (a veto only
+turns crossings into rejections, and today's runs more rounds only after a crossing), and the share
+of runs that keep any edit is exact for each. Later keeps are not simulated.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
-from benchmarks.gatesim import NEW, NEW_VETO, Design, crossings, settle, wilson
-from skilltune.stats.alpha import RunAlpha
+from benchmarks.gatesim import NEW, NEW_VETO, OLD_VETO, Design, crossings, settle, wilson
+from skilltune.gate.run import RunAlpha
 
 GRID = 100  # graded scores lie on a 0.01 grid: gatesim's task sums are then the gate's own lattice
 NOISE = 0.05  # a graded rollout's replicate noise (sd)
@@ -116,61 +117,85 @@ def rollouts(
     return np.rint(GRID * (np.clip(noisy, 0.0, 1.0) if clip else noisy)).astype(np.int16)
 
 
+# no veto; issue 20's (one look); issue 33's; issue 33's waiting for every suspect (measured, not adopted)
+VETOES = {"off": NEW, "before": OLD_VETO, "on": NEW_VETO, "all": replace(NEW_VETO, harm_wait="all")}
+
+
 def law_runs(
     law: Law, graded: bool, n: int, runs: int, seed: int, clip: bool = True, decisions: int = 12
 ) -> dict[str, Any]:
-    """Runs keeping any edit, without the veto (today's gate) and with it; the decisions the test
-    crossed and those the veto turned into rejections (until a run's first keep with the veto)."""
+    """Runs keeping any edit without the veto, with the veto before issue 33 and with today's; the
+    decisions the test crossed and those each veto turned into rejections, and the rollouts a
+    decision used (until a run's first keep under each)."""
     rng = np.random.default_rng(seed)
     looks, grid = NEW.max_looks, GRID if graded else 1
     base = rng.uniform(*BASE, (runs, n))
     pool = rollouts(rng, base, looks, graded, clip)  # the incumbent's, shared until a keep
-    kept = {"off": np.zeros(runs, dtype=bool), "on": np.zeros(runs, dtype=bool)}
-    crossed_total = vetoed = 0
+    kept = {name: np.zeros(runs, dtype=bool) for name in VETOES}
+    vetoed = dict.fromkeys(VETOES, 0)
+    used = dict.fromkeys(VETOES, 0.0)
+    crossed_total = decided = 0
     for level in RunAlpha(0.05, "spend", decisions).planned_levels():
-        live = np.nonzero(~kept["on"])[0]  # a run that kept with the veto kept without it too
+        vetoing = [hits for name, hits in kept.items() if name != "off"]  # a keep with a veto is one without
+        live = np.nonzero(~np.logical_and.reduce(vetoing))[0]
         if 2.0**-n > level or live.size == 0:  # Gate.cannot_accept: no rollouts, no keep
             continue
         cand = base[live] + law.effects(rng, live.size, n)
         cand = np.clip(cand, 0.0, 1.0) if clip or not graded else cand
-        units = (rollouts(rng, cand, looks, graded, clip) - pool[live]).astype(np.int64)
+        out = rollouts(rng, cand, looks, graded, clip).astype(np.int64)
+        inc = pool[live].astype(np.int64)
         seeds = rng.integers(0, 2**31, 8)[rng.integers(0, 8, live.size)]
         alphas = np.full(live.size, level)
-        crossed, stops = crossings(NEW, alphas, np.cumsum(units, axis=1), grid, seeds, rng)
-        off, _ = settle(NEW, crossed, stops, units, grid)
-        on, _ = settle(NEW_VETO, crossed, stops, units, grid)
-        crossed_total += int(off.sum())
-        vetoed += int((off & ~on).sum())
-        kept["off"][live] |= off
-        kept["on"][live] |= on
-    out: dict[str, Any] = {"runs": runs, "crossed": crossed_total, "vetoed": vetoed}
+        crossed, stops = crossings(NEW, alphas, np.cumsum(out - inc, axis=1), grid, seeds, rng)
+        got = {name: settle(design, crossed, stops, inc, out, grid) for name, design in VETOES.items()}
+        crossed_total += int((crossed >= 0).sum())
+        decided += live.size
+        for name, (acc, rounds) in got.items():
+            vetoed[name] += int(((crossed >= 0) & ~acc).sum())
+            used[name] += float(rounds.sum())
+            kept[name][live] |= acc
+    row: dict[str, Any] = {"runs": runs, "crossed": crossed_total, "vetoed": vetoed["on"]}
+    row["vetoed_before"] = vetoed["before"]
     for name, hits in kept.items():
-        out[f"keep_{name}"] = float(hits.mean())
-        out[f"keep_{name}_ci95"] = list(wilson(int(hits.sum()), runs))
-    return out
+        row[f"keep_{name}"] = float(hits.mean())
+        row[f"keep_{name}_ci95"] = list(wilson(int(hits.sum()), runs))
+        row[f"rollouts_{name}"] = 2 * n * used[name] / max(decided, 1)  # per decision, both arms
+    return row
 
 
 def veto_power(
     n: int, effect: float, alpha: float, decisions: int, seed: int, design: Design = NEW
 ) -> dict[str, dict[str, Any]]:
-    """A true effect of ``effect`` on every task (0/1, rates U(0.35, 0.65)), decided with and
-    without the veto on the same data: power and rollouts per decision (both arms)."""
+    """A true effect of ``effect`` on every task (0/1, rates U(0.35, 0.65)), decided without the
+    veto, with the veto before issue 33 and with today's on the same data: power and rollouts per
+    decision (both arms)."""
     rng = np.random.default_rng(seed)
     looks = design.max_looks
     base = rng.uniform(0.35, 0.65, (decisions, n))
     cand = np.clip(base + effect, 0.0, 1.0)
-    units = (rollouts(rng, cand, looks, False) - rollouts(rng, base, looks, False)).astype(np.int64)
+    out = rollouts(rng, cand, looks, False).astype(np.int64)
+    inc = rollouts(rng, base, looks, False).astype(np.int64)
+    return decided(design, np.full(decisions, alpha), inc, out, rng)
+
+
+def decided(
+    design: Design, alphas: np.ndarray, inc: np.ndarray, out: np.ndarray, rng: np.random.Generator
+) -> dict[str, dict[str, Any]]:
+    """0/1 decisions without the veto, with the veto before issue 33 and with today's."""
+    decisions, _, n = inc.shape
     seeds = rng.integers(0, 2**31, 16)[rng.integers(0, 16, decisions)]
-    crossed, stops = crossings(design, np.full(decisions, alpha), np.cumsum(units, axis=1), 1, seeds, rng)
-    out = {}
-    for name, chosen in (("off", design), ("on", replace(design, harm_tolerance=NEW_VETO.harm_tolerance))):
-        acc, used = settle(chosen, crossed, stops, units, 1)
-        out[name] = {
-            "decisions": decisions, "alpha": alpha, "power": float(acc.mean()),
+    crossed, stops = crossings(design, alphas, np.cumsum(out - inc, axis=1), 1, seeds, rng)
+    result = {}
+    for name, veto in VETOES.items():
+        harm = ("harm_tolerance", "harm_confidence", "harm_floor", "harm_rule", "harm_wait")
+        chosen = replace(design, **{key: getattr(veto, key) for key in harm})
+        acc, used = settle(chosen, crossed, stops, inc, out, 1)
+        result[name] = {
+            "decisions": decisions, "alpha": float(alphas[0]), "power": float(acc.mean()),
             "power_ci95": list(wilson(int(acc.sum()), decisions)),
             "rollouts_per_decision": 2 * n * float(used.mean()), "reps_per_task_per_arm": float(used.mean()),
         }  # fmt: skip
-    return out
+    return result
 
 
 def few_tasks(decisions: int, seed: int) -> dict[str, Any]:
@@ -215,7 +240,7 @@ def part(preset: dict[str, Any], graded: bool) -> dict[str, Any]:
     return {f"asymmetric_{'graded' if graded else 'binary'}": rows}
 
 
-def _cell(row: dict[str, Any], key: str) -> str:
+def cell(row: dict[str, Any], key: str) -> str:
     lo, hi = row[f"{key}_ci95"]
     return f"{100 * row[key]:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
@@ -228,16 +253,21 @@ def report(result: dict[str, Any]) -> list[str]:
         if not rows:
             continue
         name = "0/1 scores" if kind == "binary" else "graded scores (0.01 grid, replicate sd 0.05)"
-        lines += [f"(b') {name}: 12-decision runs keeping any edit, % (95%): without the veto | with it"]
         lines += [
-            "| law (helped / harmed) | mean | clipped | tasks | runs | without veto | with veto | vetoed |"
+            f"(b') {name}: 12-decision runs keeping any edit, % (95%): without the veto | with the veto "
+            "before issue 33 | with it"
         ]
-        lines += ["|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| law (helped / harmed) | mean | clipped | tasks | runs | without veto | veto before issue 33 | "
+            "with veto | vetoed |"
+        ]
+        lines += ["|---|---|---|---|---|---|---|---|---|"]
         for row in rows:
+            before = cell(row, "keep_before") if "keep_before" in row else "-"
             lines.append(
                 f"| {row['law']}{' (issue 20)' if row['issue'] else ''} | {row['mean']:+.4f} | "
-                f"{'yes' if row['clipped'] else 'no'} | {row['tasks']} | {row['runs']} | {_cell(row, 'keep_off')} | "
-                f"{_cell(row, 'keep_on')} | {row['vetoed']} of {row['crossed']} |"
+                f"{'yes' if row['clipped'] else 'no'} | {row['tasks']} | {row['runs']} | {cell(row, 'keep_off')} | "
+                f"{before} | {cell(row, 'keep_on')} | {row['vetoed']} of {row['crossed']} |"
             )
         lines.append("")
     few = result.get("few_tasks")

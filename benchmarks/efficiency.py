@@ -74,7 +74,7 @@ def real_gate(design: Design, stops: bool = True) -> Decider:
         units = (cand[ok] - inc[ok]).astype(np.int64)
         limit = repeat_limit(cand[ok], inc[ok], alphas[ok]) if stops else None
         crossed, stop = crossings(design, alphas[ok], np.cumsum(units, axis=1), 1, seeds[ok], rng, limit)
-        accepted[ok], used[ok] = settle(design, crossed, stop, units, 1)
+        accepted[ok], used[ok] = settle(design, crossed, stop, inc[ok], cand[ok], 1)
         return accepted, used
 
     return decider

@@ -10,7 +10,9 @@ round):
   sequential crossing test (a decision outside every look's budget cannot cross: the screen
   is exact for a full reference and misses with chance < 1e-12 per look for a sampled one).
   Graded scores on a grid of 1/g (a judge's 0-100) are sums in units of 1/g: the gate's lattice
-  of the task means. ``harm_tolerance``: the harm veto (stats/harm.py) on crossings (``settle``).
+  of the task means. ``harm_tolerance``: the harm veto (stats/harm.py) on crossings (``settle``:
+  it needs both arms' scores, not only their differences), today's or, with ``harm_rule``
+  "absolute", the one before issue 33 (for comparison).
 - ``replicate-t``: the gate before issue 12, for comparison (benchmarks/replicate_t.py).
 
 Training runs built on these decisions: benchmarks/runsim.py.
@@ -32,6 +34,7 @@ from benchmarks.replicate_t import decide_today
 from skilltune.stats.signflip import Crossings, Reference, budgets, reference_size, tail
 
 MISS = 1e-12  # a sampled reference's screen skips a look when crossing it is less likely than this
+_EPS = 1e-9  # stats/harm.py's EPS: a mean this close to a boundary of the harm region is on it
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,9 @@ class Design:
     margin: float = 0.8  # replicate-t only
     harm_tolerance: float | None = None  # the harm veto (skilltune/stats/harm.py); None: off
     harm_confidence: float = 0.9
+    harm_floor: float = 0.1
+    harm_rule: str = "relative"  # or "absolute": the veto before issue 33 (one look, pooled noise)
+    harm_wait: str = "confirmable"  # or "all": a keep waits for every suspect not harmed, not only those
 
     @classmethod
     def today(cls) -> Design:
@@ -53,7 +59,8 @@ class Design:
 
 TODAY = Design.today()
 NEW = Design()
-NEW_VETO = Design(harm_tolerance=0.5)  # the gate with the harm veto at its proposed defaults
+NEW_VETO = Design(harm_tolerance=0.5)  # the gate with the harm veto at its defaults
+OLD_VETO = Design(harm_tolerance=0.5, harm_rule="absolute")  # the harm veto before issue 33
 
 
 # --- the sign-flip design -----------------------------------------------------------------------
@@ -187,10 +194,10 @@ def crossings(
     return crossed, stops
 
 
-def settle(
+def _settle_absolute(
     design: Design, crossed: np.ndarray, stops: np.ndarray, units: np.ndarray, grid: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(accepted, rounds used): the crossings, less the harm veto's rejections when the design has it.
+    """The harm veto before issue 33 (``harm_rule`` "absolute"), for comparison.
 
     After the crossing at look c, the task means m (r = c + 1 rounds each): no task at or below
     -tolerance keeps at c; suspects without a noise estimate (c = 0) wait for look 1 if any (at the
@@ -198,9 +205,7 @@ def settle(
     pooled within-task sd of the rounds' differences; z at 1 - (1 - confidence) / suspects)."""
     accepted = crossed >= 0
     at = np.where(accepted, crossed, stops)
-    if design.harm_tolerance is None or not accepted.any():
-        return accepted, at + 1
-    tol = design.harm_tolerance - 1e-12
+    tol = (design.harm_tolerance or 0.0) - 1e-12
     idx, (looks, n) = np.nonzero(accepted)[0], units.shape[1:]
     wait = (crossed[idx] == 0) & (units[idx, 0] / grid <= -tol).any(axis=1) & (looks > 1)
     at[idx] = np.where(wait, 1, crossed[idx])
@@ -218,6 +223,72 @@ def settle(
     return accepted, at + 1
 
 
+def settle(
+    design: Design,
+    crossed: np.ndarray,
+    stops: np.ndarray,
+    inc: np.ndarray,
+    cand: np.ndarray,
+    grid: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accepted, rounds used): the crossings, less the harm veto's rejections when the design has it.
+
+    ``inc``, ``cand``: the arms' scores (rows, looks, tasks) in units of 1/grid. The veto of
+    stats/harm.py, batched: from the crossing look on, at each look t (r = t + 1 rounds) a task is a
+    suspect when its mean e = b - (1 - tolerance) a is below 0 and its mean d = b - a below -floor;
+    it is harmed when both upper bounds mean + z s / sqrt(r) are (s: the task's own sd or, when
+    larger, the sd pooled over the tasks whose rounds differ, 0 when none does, unknown at r = 1;
+    z at 1 - (1 - confidence) / (looks * suspects)). A harmed task rejects at t; a suspect not
+    harmed goes on to look t + 1 while looks remain; else the decision keeps at t."""
+    accepted = crossed >= 0
+    at = np.where(accepted, crossed, stops)
+    if design.harm_tolerance is None or not accepted.any():
+        return accepted, at + 1
+    if design.harm_rule == "absolute":
+        return _settle_absolute(design, crossed, stops, (cand - inc).astype(np.int64), grid)
+    looks = inc.shape[1]
+    a = inc.astype(np.float64) / grid
+    b = cand.astype(np.float64) / grid
+    stats = {"d": b - a, "e": b - (1.0 - design.harm_tolerance) * a}
+    pending = np.nonzero(accepted)[0]
+    for t in range(looks):
+        now = pending[crossed[pending] <= t]
+        if now.size == 0:
+            continue
+        r = t + 1
+        means, upper = {}, {}
+        for key, values in stats.items():
+            got = values[now, :r]
+            m = got.sum(axis=1) / r
+            ss = ((got - m[:, None, :]) ** 2).sum(axis=1)
+            own = np.sqrt(ss / (r - 1)) if r >= 2 else np.full(m.shape, np.nan)
+            noisy = ss > _EPS * _EPS
+            df = noisy.sum(axis=1) * (r - 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                pooled = np.where(df > 0, np.sqrt(np.where(noisy, ss, 0.0).sum(axis=1) / df), 0.0)
+            sd = np.maximum(own, pooled[:, None])  # NaN at r = 1: no noise estimate
+            means[key], upper[key] = m, (m, sd)
+        tol = design.harm_floor + _EPS
+        suspect = (means["e"] < -_EPS) & (means["d"] < -tol)
+        count = suspect.sum(axis=1)
+        z = sps.norm.isf((1.0 - design.harm_confidence) / (design.max_looks * np.maximum(count, 1)))[:, None]
+        bound = {k: m + z * sd / math.sqrt(r) for k, (m, sd) in upper.items()}
+        harmed = suspect & (bound["e"] < -_EPS) & (bound["d"] < -tol)  # NaN compares False
+        vetoed = harmed.any(axis=1)
+        if design.harm_wait == "all":  # every suspect not harmed holds the keep (measured, not adopted)
+            waiting = suspect & ~harmed
+        else:  # those that the cap's rounds could confirm, their mean and noise staying as they are
+            cap = {k: m + z * sd / math.sqrt(design.max_looks) for k, (m, sd) in upper.items()}
+            unknown = np.isnan(upper["e"][1]) | np.isnan(upper["d"][1])
+            waiting = suspect & ~harmed & (unknown | ((cap["e"] < -_EPS) & (cap["d"] < -tol)))
+        waits = ~vetoed & waiting.any(axis=1) & (t + 1 < looks)
+        accepted[now[vetoed]] = False
+        done = now[~waits]
+        at[done] = t
+        pending = np.setdiff1d(pending, done, assume_unique=True)
+    return accepted, at + 1
+
+
 def decide(
     design: Design,
     alphas: np.ndarray,
@@ -225,11 +296,13 @@ def decide(
     seeds: np.ndarray | None = None,
     rng: np.random.Generator | None = None,
     grid: int | None = None,
+    inc: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decisions on per-round differences ``diffs[d, k, i]`` (candidate - incumbent) at levels
     ``alphas[d]``: (accepted, rounds used). Differences: 0/1 outcomes' -1, 0, 1; graded scores on a
     grid of 1/g as floats; or integers in units of 1/``grid``. ``seeds[d]``: the sampled
-    reference's seed (decisions sharing one share the reference; the gate draws one per decision)."""
+    reference's seed (decisions sharing one share the reference; the gate draws one per decision).
+    ``inc``: the incumbent's scores, as ``diffs`` are given (the harm veto needs both arms)."""
     if design.kind == "replicate-t":
         return decide_today(design, alphas, diffs)
     units, g = _units(diffs, grid)
@@ -237,7 +310,14 @@ def decide(
     crossed, stops = crossings(
         design, alphas, np.cumsum(units, axis=1), g, seeds, rng or np.random.default_rng(0)
     )
-    return settle(design, crossed, stops, units, g)
+    if inc is None:
+        if design.harm_tolerance is not None:
+            raise ValueError("the harm veto needs the incumbent's scores (inc)")
+        base = np.zeros_like(units)
+    else:
+        given = np.asarray(inc)  # integers are in units already; floats are scores on the grid
+        base = (given if np.issubdtype(given.dtype, np.integer) else np.rint(given * g)).astype(np.int64)
+    return settle(design, crossed, stops, base, base + units, g)
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:

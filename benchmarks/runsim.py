@@ -101,7 +101,7 @@ class Gating:
 def _levels(policy: str, alpha: float, planned: int, histories: list[list[bool]]) -> np.ndarray:
     if policy == "equal":  # not a RunAlpha policy: the same share for every planned decision
         return np.array([alpha / planned if len(h) < planned else 0.0 for h in histories])
-    from skilltune.stats.alpha import RunAlpha
+    from skilltune.gate.run import RunAlpha
 
     run = RunAlpha(alpha, policy, planned)  # type: ignore[arg-type]
     return np.array([run.level(h) for h in histories])
@@ -140,7 +140,7 @@ def training_runs(
         def decider(
             alphas: np.ndarray, cand: np.ndarray, inc: np.ndarray, seeds: np.ndarray, rng: Generator
         ) -> tuple[np.ndarray, np.ndarray]:
-            return decide(gating.design, alphas, (cand - inc).astype(np.int8), seeds, rng)
+            return decide(gating.design, alphas, (cand - inc).astype(np.int8), seeds, rng, inc=inc)
 
     units = []
     for step in range(1, shape.steps + 1):

@@ -32,6 +32,8 @@ proposer).
 (i) the figure of issue 20 item 2 (benchmarks/efficiency.py): the true held-out gain of the skill a
     simulated run ends with per 1,000 training rollouts, per gate design on the same runs, with the
     runs keeping a useless edit and ending worse than S0; two proposal models.
+(j) the harm veto of issue 33 (benchmarks/harmveto.py): its laws, the symmetric and strong nulls and
+    a good edit beside flaky tasks, without the veto, with the veto before issue 33 and today's.
 
     python benchmarks/verdicts.py --quick     # make bench-verdicts: minutes
     python benchmarks/verdicts.py             # the full preset: see "seconds" in the JSON
@@ -60,10 +62,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import asymmetric, efficiency  # noqa: E402
+from benchmarks import asymmetric, efficiency, harmveto  # noqa: E402
 from benchmarks.gatesim import NEW, TODAY, Design, decide, outcomes, wilson  # noqa: E402
 from benchmarks.runsim import Gating, Proposals, RunShape, training_runs  # noqa: E402
-from skilltune.stats.alpha import RunAlpha  # noqa: E402
+from skilltune.gate.run import RunAlpha  # noqa: E402
 
 SUITE = ROOT / "examples" / "mock-demo" / "suite"
 GOOD = ROOT / "examples" / "mock-demo" / "good-skill"
@@ -80,10 +82,10 @@ NULLS = {
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"expected_false": 40, "max_decisions": 100_000, "runs": 1000, "power": 1000, "training": 300,
               "planted": 8, "planted_steps": 5, "levels": (0.05, 0.01), "asym_runs": 300, "asym_grid": False,
-              "eff_runs": 300},
+              "eff_runs": 300, "harm_runs": 300, "harm_decisions": 1000},
     "full": {"expected_false": 400, "max_decisions": 4_000_000, "runs": 10_000, "power": 6000,
              "training": 3000, "planted": 100, "planted_steps": 5, "levels": LEVELS, "asym_runs": 2000,
-             "asym_grid": True, "eff_runs": 2000},
+             "asym_grid": True, "eff_runs": 2000, "harm_runs": 2000, "harm_decisions": 4000},
 }  # fmt: skip
 
 
@@ -386,12 +388,16 @@ def _report_power(result: dict[str, Any]) -> list[str]:
             f"{_pct(row['power'])} [{_pct(lo)}, {_pct(hi)}] | {row['reps_per_task_per_arm']:.2f} | "
             f"{row['rollouts_per_decision']:.0f} | {'-' if fixed is None else f'{fixed:.0f}'} | {ratio} |"
         )
-    lines.append("\n(c') power at +20 by task count and level (new design; without the veto -> with it)")
+    lines.append(
+        "\n(c') power at +20 by task count and level (new design; without the veto -> with it; "
+        "[with the veto before issue 33])"
+    )
     lines.append("| tasks | first | median | last | rollouts/decision at first |")
     lines.append("|---|---|---|---|---|")
     for n, row in result["power_by_tasks"].items():
         cells = [
-            f"{_pct(row[w]['off']['power'])} -> {_pct(row[w]['on']['power'])}" if "off" in row[w]
+            f"{_pct(row[w]['off']['power'])} -> {_pct(row[w]['on']['power'])}"
+            + (f" [{_pct(row[w]['before']['power'])}]" if "before" in row[w] else "") if "off" in row[w]
             else _pct(row[w]["power"])
             for w in ("first", "median", "last")
         ]  # fmt: skip
@@ -399,6 +405,8 @@ def _report_power(result: dict[str, Any]) -> list[str]:
         cost = f"{first['rollouts_per_decision']:.0f}"
         if "on" in row["first"]:
             cost += f" -> {row['first']['on']['rollouts_per_decision']:.0f}"
+        if "before" in row["first"]:
+            cost += f" [{row['first']['before']['rollouts_per_decision']:.0f}]"
         lines.append(f"| {n} | " + " | ".join(cells) + f" | {cost} |")
     return lines
 
@@ -483,6 +491,7 @@ def report(result: dict[str, Any]) -> str:
         "levels": _report_levels,
         "runs": _report_runs,
         "asymmetric": asymmetric.report,
+        "harm_veto": harmveto.report,
         "power": _report_power,
         "training": _report_training,
         "planted": _report_planted,
@@ -576,7 +585,11 @@ def part_power(preset: dict[str, Any]) -> dict[str, Any]:
     for effect in (0.05, 0.10, 0.20):
         for label, alpha in which.items():
             both = veto_power(20, effect, alpha, preset["power"], stable_seed("new", effect, label))
-            for design_name, key in (("new", "off"), ("new+veto", "on")):
+            for design_name, key in (
+                ("new", "off"),
+                ("new+veto before issue 33", "before"),
+                ("new+veto", "on"),
+            ):
                 power.append({"design": design_name, "effect": effect, "which": label, **both[key]})
         today = {"first": RunAlpha(0.05, "lord", 12).level([])}
         for label, alpha in today.items():
@@ -615,6 +628,10 @@ PARTS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
     "h": lambda preset, workers: asymmetric.part(preset, graded=True),
     # (i) held-out gain per 1,000 training rollouts by gate design (issue 20 item 2)
     "i": lambda preset, workers: {"efficiency": efficiency.study(preset["eff_runs"], seed=11)},
+    # (j) the harm veto before and after issue 33: its laws, the nulls, flaky tasks
+    "j": lambda preset, workers: harmveto.study(
+        preset["harm_runs"], preset["harm_decisions"], preset["eff_runs"]
+    ),
 }
 
 
@@ -623,7 +640,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the fast preset (make bench-verdicts)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
-        "--parts", default="abcdefghi", help="which parts to run (default all); others are kept"
+        "--parts", default="abcdefghij", help="which parts to run (default all); others are kept"
     )
     parser.add_argument(
         "--carry", choices=["off", "screen", "gate"], default=None, help="(e): train's --carry"

@@ -300,8 +300,8 @@ def test_gates_come_from_entry_points() -> None:
     names = GATES.names()
     assert {"strict", "paired-z"} <= set(names)
     declared = {ep.name: ep.value for ep in entry_points(group="skilltune.gates")}
-    assert declared["strict"] == "skilltune.gate:StrictGate"
-    assert declared["paired-z"] == "skilltune.gate:PairedZGate"
+    assert declared["strict"] == "skilltune.gate.onepass:StrictGate"
+    assert declared["paired-z"] == "skilltune.gate.onepass:PairedZGate"
     assert GATES.get("strict") is StrictGate
     assert GATES.get("paired-z") is PairedZGate
 
@@ -404,7 +404,7 @@ def test_val_size_notes_say_when_fewer_steps_cannot_help() -> None:
     (one decision needs 5), so the note's impossible threshold is left out and the advice is only to
     add val tasks; with 5 val tasks fewer steps do help."""
     from skilltune.gate import suite_size_notes, val_size_notes
-    from skilltune.stats.alpha import RunAlpha
+    from skilltune.gate.run import RunAlpha
 
     levels = RunAlpha(0.05, "spend", 2).planned_levels()
     note, warning = val_size_notes(4, levels, 0.05)
@@ -428,7 +428,7 @@ def test_val_size_notes_count_agent_task_units_with_several_agents() -> None:
     """With three agents the gate tests 12 (agent, task) units of 4 val tasks: the decisions 4 tasks
     cannot reach are within reach, and the advice to add tasks is in tasks, not units."""
     from skilltune.gate import suite_size_notes, val_size_notes
-    from skilltune.stats.alpha import RunAlpha
+    from skilltune.gate.run import RunAlpha
 
     levels = RunAlpha(0.05, "spend", 2).planned_levels()
     note, warning = val_size_notes(4, levels, 0.05, agents=3)
@@ -449,7 +449,7 @@ def test_the_harm_note_counts_only_the_tasks_the_veto_looks_at() -> None:
     """Trigger tasks are not vetoed one by one: a suite of them alone gets no harm arithmetic, and a
     mixed one counts its body tasks."""
     from skilltune.gate import suite_size_notes
-    from skilltune.stats.alpha import RunAlpha
+    from skilltune.gate.run import RunAlpha
 
     levels = RunAlpha(0.05, "spend", 10).planned_levels()
     assert "among 28 val tasks" in suite_size_notes(28, levels, 0.05)[1]
@@ -458,3 +458,22 @@ def test_the_harm_note_counts_only_the_tasks_the_veto_looks_at() -> None:
     )
     mixed = suite_size_notes(28, levels, 0.05, vetoed=10)[1]
     assert "among 10 body tasks with chance 35%" in mixed
+
+
+def test_a_run_gate_hands_each_decision_its_harm_scope() -> None:
+    """The harm veto's inputs are given when a decision's gate is built, never set on it afterwards:
+    the sequential gate gets the decision's HarmScope with its level and seed; strict, which looks at
+    no task on its own, takes none."""
+    from skilltune.gate import HarmScope, RunGate, SequentialGate, vetoes
+
+    scope = HarmScope(trade_offs=frozenset({"t1"}), groups={"a/t2": "t2"})
+    run = RunGate("sequential", "mixed", 1, {"max_reps": 4}, 0.05, "spend", 4)
+    gate, level = run.for_decision([], 7, scope)
+    assert isinstance(gate, SequentialGate) and gate.veto.scope is scope
+    assert level == run.run_alpha.level([]) and gate.options.seed == 7 and gate.max_reps == 4
+    plain, _ = run.for_decision([False], 8)
+    assert isinstance(plain, SequentialGate) and plain.veto.scope == HarmScope()
+    strict, none = RunGate("strict", "mixed", 1, {}, 0.05, "spend", 4).for_decision([False], 3, scope)
+    assert isinstance(strict, StrictGate) and none is None
+    assert vetoes(SequentialGate) and not vetoes(StrictGate)
+    assert not hasattr(strict, "trade_offs") and not hasattr(gate, "harm_groups")

@@ -159,8 +159,7 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str]] = {
     "skilltune.agents.openai": ("test_direct_targets.py", "the openai direct target"),
     "skilltune.agents.anthropic": ("test_direct_targets.py", "the anthropic direct target"),
     "skilltune.modelcalls.prices": ("test_modelcalls.py", "the price table the model calls' costs come from"),
-    "skilltune.stats.alpha": ("test_sequential.py", "the sequential gate's alpha spending"),
-    "skilltune.training.rungate": ("test_sequential.py", "the run's gate: one level per decision"),
+    "skilltune.stats.alpha": ("test_sequential.py", "the weights the run-wide alpha spending shares"),
     "skilltune.stats.signflip": ("test_sequential.py", "the sequential gate's sign-flip test"),
     "skilltune.rollout.conversation": ("test_rollout.py", "conversation.json, written by every rollout"),
     "skilltune.rollout.scoring": (

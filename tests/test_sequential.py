@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from skilltune.gate import make_gate
+from skilltune.gate import HarmScope, make_gate
+from skilltune.gate.run import RunAlpha
+from skilltune.gate.sequential import SequentialGate
 from skilltune.runfiles import RolloutRecord, SignFlipStatistic, Verdict
 from skilltune.score import Score
-from skilltune.sequential import SequentialGate
 from skilltune.stats import SequentialTest
-from skilltune.stats.alpha import RunAlpha, harmonic_weights
+from skilltune.stats.alpha import harmonic_weights
 from skilltune.stats.signflip import Crossings, Reference, budgets, lattice, p_value, reference_size, tail
 
 
@@ -220,7 +222,7 @@ def test_decisions_past_the_plan_never_spend_more_than_alpha(planned: int) -> No
 
 
 def test_an_exhausted_plan_rejects_without_rollouts() -> None:
-    from skilltune.training.rungate import RunGate
+    from skilltune.gate.run import RunGate
 
     gate = RunGate("sequential", "mixed", 1, {}, 0.05, "spend", 2)
     assert gate.for_decision([False])[0] is not None
@@ -363,34 +365,28 @@ def test_the_benchmark_simulates_the_one_look_test() -> None:
         assert (outcome == "accept") == bool(accepted[d]), d
 
 
-def _with_veto(diffs: np.ndarray, alpha: float, seed: int, tolerance: float = 0.5) -> tuple[str, int, bool]:
-    """One decision with the harm veto, straight from its rule: SequentialTest, then stats.harm once
-    the test crossed (one more look while the suspects' noise is unknown): (outcome, looks, waited)."""
-    from skilltune.stats.harm import harm
+class ArraySampler:
+    """Rounds from arrays: ``inc[k, i]`` and ``cand[k, i]`` are task i's scores in round k."""
 
-    looks, tasks = diffs.shape
-    test = SequentialTest(alpha, tasks, seed=seed)
-    waited = False
-    for k in range(looks):
-        outcome, _ = test.look(k, list(diffs[: k + 1].sum(axis=0) / (k + 1)))
-        if outcome == "accept":
-            seen = harm({f"t{i}": list(diffs[: k + 1, i]) for i in range(tasks)}, tolerance, 0.9)
-            if seen.harmed:
-                return "veto", k + 1, waited
-            if seen.undetermined and k + 1 < looks:
-                waited = True
-                continue
-        if outcome is not None:
-            return outcome, k + 1, waited
-    raise AssertionError("undecided after the last look")
+    def __init__(self, inc: np.ndarray, cand: np.ndarray) -> None:
+        self.inc, self.cand = inc, cand
+
+    def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
+        tasks = range(self.inc.shape[1])
+        return (
+            [_rec(f"t{i:02d}", index, float(self.cand[index, i]), "cand") for i in tasks],
+            [_rec(f"t{i:02d}", 500 + index, float(self.inc[index, i]), "inc") for i in tasks],
+        )
 
 
 @pytest.mark.parametrize(
     ("graded", "tasks", "alpha"), [(False, 16, 0.05), (True, 16, 0.05), (True, 24, 0.01)]
 )
 def test_the_benchmark_simulates_the_harm_veto(graded: bool, tasks: int, alpha: float) -> None:
-    """gatesim's veto decisions equal the rule's, on edits that help most tasks and break a planted
-    few (0/1 outcomes, and graded scores on a 0.01 grid passed as floats)."""
+    """gatesim's decisions with the harm veto equal the gate's own (SequentialGate, without the
+    stop_on_repeat stops gatesim leaves to benchmarks/efficiency.py), on edits that help most tasks
+    and break a planted few: 0/1 outcomes, and graded scores on a 0.01 grid passed as floats. The
+    veto fires, and some decisions run rounds past their crossing for an unresolved suspect."""
     from benchmarks.gatesim import NEW_VETO, decide
 
     rng = np.random.default_rng(tasks + graded)
@@ -403,21 +399,27 @@ def test_the_benchmark_simulates_the_harm_veto(graded: bool, tasks: int, alpha: 
         def score(rate: np.ndarray) -> np.ndarray:
             return np.rint(100 * np.clip(rate + rng.normal(0, 0.05, (rows, 8, tasks)), 0, 1)) / 100
 
-        cand = np.where(planted, base - 0.6, base + lift)[:, None, :]
-        diffs = score(cand) - score(base[:, None, :])
+        cand = score(np.where(planted, base - 0.6, base + lift)[:, None, :])
+        inc = score(base[:, None, :])
     else:
-        cand = np.where(planted, 0.0, np.clip(base + lift, 0, 0.97))[:, None, :]
-        inc = np.where(planted, 1.0, base)[:, None, :]
-        diffs = (rng.random((rows, 8, tasks)) < cand).astype(float) - (rng.random((rows, 8, tasks)) < inc)
+        cand_rate = np.where(planted, 0.0, np.clip(base + lift, 0, 0.97))[:, None, :]
+        inc_rate = np.where(planted, 1.0, base)[:, None, :]
+        cand = (rng.random((rows, 8, tasks)) < cand_rate).astype(float)
+        inc = (rng.random((rows, 8, tasks)) < inc_rate).astype(float)
     seeds = rng.integers(0, 4, rows)
-    accepted, used = decide(NEW_VETO, np.full(rows, alpha), diffs, seeds)
-    seen = [_with_veto(diffs[d], alpha, int(seeds[d])) for d in range(rows)]
-    for d, (outcome, looks, _) in enumerate(seen):
-        assert (outcome == "accept", looks) == (bool(accepted[d]), int(used[d])), (d, outcome)
-    vetoed = sum(outcome == "veto" for outcome, _, _ in seen)
-    waited = sum(w for _, _, w in seen)
+    accepted, used = decide(NEW_VETO, np.full(rows, alpha), cand - inc, seeds, inc=inc)
+    plain, crossed_at = decide(
+        replace(NEW_VETO, harm_tolerance=None), np.full(rows, alpha), cand - inc, seeds
+    )
+    vetoed = waited = 0
+    for d in range(rows):
+        gate = make_gate("sequential", "mixed", 1, alpha=alpha, seed=int(seeds[d]), stop_on_repeat=False)
+        verdict = gate.decide(ArraySampler(inc[d], cand[d]))
+        assert (verdict.accept, len(verdict.rounds)) == (bool(accepted[d]), int(used[d])), (d, verdict.reason)
+        vetoed += verdict.reason.startswith("harm veto")
+        waited += bool(plain[d]) and int(used[d]) > int(crossed_at[d])
     assert vetoed >= 3 and accepted.sum() >= 3, (vetoed, int(accepted.sum()))  # the veto fired, not always
-    assert waited >= 3 or not graded, waited  # suspects at a first-look crossing waited for a noise estimate
+    assert waited >= 3, waited  # suspects held a keep back for more rounds
 
 
 class RepeatingSampler:
@@ -491,17 +493,21 @@ def _helps_twelve(harmed: list[tuple[float, float]]) -> dict[str, list[tuple[flo
 def test_a_task_hurt_beyond_the_tolerance_blocks_a_keep() -> None:
     """The sum crosses in round 1 (12 tasks up, one down: p 14/8192); the task that fell from 1 to 0
     is a suspect with no noise estimate, so the gate runs a second round instead of keeping; it falls
-    again, the replicates agree (noise 0), and the keep is blocked, the task named in the reason and
-    in gate.json's harm record. Off (tolerance above 1), the same data is kept in round 1."""
+    again, every task repeats (a deterministic target: noise 0), and the keep is blocked, the task
+    named in the reason and in gate.json's harm record. Off (tolerance above 1), the same data is kept
+    in round 1."""
     settings = {"alpha": 0.05, "max_reps": 3}
     vetoed = make_gate("sequential", "mixed", 1, **settings).decide(
         sampler := TableSampler(_helps_twelve([(1.0, 0.0)]))
     )
     assert vetoed.decision == "reject" and sampler.calls == 2
     assert vetoed.reason.startswith("harm veto after 2 replicate(s) of 16 task(s)")
-    assert "1 val task(s) fell by more than 0.5 with confidence: t_harm -1.00" in vetoed.reason
+    assert (
+        "1 val task(s) fell by more than 50% of its score and more than 0.1 with confidence: t_harm -1.00"
+        in vetoed.reason
+    )
     assert vetoed.harm is not None and vetoed.harm.harmed == {"t_harm": -1.0} and vetoed.harm.noise == 0.0
-    assert vetoed.harm.suspects == {"t_harm": -1.0}
+    assert vetoed.harm.suspects == {"t_harm": -1.0} and vetoed.harm.floor == 0.1
     off = make_gate("sequential", "mixed", 1, **settings, harm_tolerance=1.5).decide(
         TableSampler(_helps_twelve([(1.0, 0.0)]))
     )
@@ -509,16 +515,15 @@ def test_a_task_hurt_beyond_the_tolerance_blocks_a_keep() -> None:
 
 
 def test_a_trigger_query_lost_by_a_rewrite_is_a_trade_off_not_a_harm() -> None:
-    """The same data as above, but t_harm is a trigger task (the gate's ``trade_offs``): a description
-    that wins 12 queries and loses one for good is kept in round 1, with no harm record naming it;
-    a body task beside it that falls the same way still blocks the keep."""
-    gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
-    gate.trade_offs = frozenset({"t_harm"})
+    """The same data as above, but t_harm is a trigger task (a trade-off in the decision's
+    ``HarmScope``): a description that wins 12 queries and loses one for good is kept in round 1, with
+    no harm record naming it; a body task beside it that falls the same way still blocks the keep."""
+    scope = HarmScope(trade_offs=frozenset({"t_harm"}))
+    gate = make_gate("sequential", "mixed", 1, scope, alpha=0.05, max_reps=3)
     kept = gate.decide(sampler := TableSampler(_helps_twelve([(1.0, 0.0)])))
     assert kept.decision == "accept" and sampler.calls == 1
     assert kept.harm is not None and kept.harm.suspects == {} and kept.harm.harmed == {}
-    body = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
-    body.trade_offs = frozenset({"t_harm"})
+    body = make_gate("sequential", "mixed", 1, scope, alpha=0.05, max_reps=3)
     table = _helps_twelve([(1.0, 0.0)]) | {"b_hurt": [(1.0, 0.0)]}
     vetoed = body.decide(TableSampler(table))
     assert vetoed.decision == "reject" and vetoed.harm is not None and set(vetoed.harm.harmed) == {"b_hurt"}
@@ -532,15 +537,15 @@ def _three_agents(harm: dict[str, float]) -> dict[str, list[tuple[float, float]]
 
 
 def test_under_agents_gate_mean_the_veto_weighs_a_task_over_the_agents() -> None:
-    """``harm_groups`` (--agents-gate mean) pools a task's units across the agents before the veto
-    looks. t_harm lost on agent a and won on b and c (mean +1/3) is a trade-off: kept. Lost on every
+    """The scope's ``groups`` (--agents-gate mean) pool a task's units across the agents before the
+    veto looks. t_harm lost on agent a and won on b and c (mean +1/3) is a trade-off: kept. Lost on every
     agent it blocks the keep, named by its task (the sum still crosses: 12 units up, 3 down, p
     576/32768). Without the pooling (no-worse), a's one lost unit is vetoed on its own."""
     groups = {unit: unit.split("/")[1] for unit in _three_agents(dict.fromkeys("abc", 0.0))}
 
     def decide(harm: dict[str, float], pooled: bool) -> Verdict:
-        gate = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3)
-        gate.harm_groups = groups if pooled else {}
+        scope = HarmScope(groups=groups if pooled else {})
+        gate = make_gate("sequential", "mixed", 1, scope, alpha=0.05, max_reps=3)
         return gate.decide(TableSampler(_three_agents(harm)))
 
     traded = decide({"a": 0.0, "b": 1.0, "c": 1.0}, pooled=True)
@@ -552,15 +557,79 @@ def test_under_agents_gate_mean_the_veto_weighs_a_task_over_the_agents() -> None
     assert unit.decision == "reject" and unit.harm is not None and set(unit.harm.harmed) == {"a/t_harm"}
 
 
-def test_a_drop_within_the_replicate_noise_does_not_block_a_keep() -> None:
-    """The task falls in round 1 and ties in round 2 (mean -0.5, a suspect), but the noise pooled over
-    the tasks says one flip is what replicates do: the keep stands, and the reason says so."""
-    kept = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3).decide(
-        TableSampler(_helps_twelve([(1.0, 0.0), (1.0, 1.0)]))
+def _graded_twelve(harmed: list[tuple[float, float]]) -> dict[str, list[tuple[float, float]]]:
+    """12 tasks fixed, their graded scores a little noisy (0 -> 1.0, 0.9, 1.0, ...), 3 unchanged at
+    0.5, and t_harm whose rounds are ``harmed``."""
+    fixed = [(0.0, 1.0), (0.0, 0.9)] * 4
+    table = {f"t{t:02d}": fixed for t in range(12)} | {f"u{t}": [(0.5, 0.5)] for t in range(3)}
+    return table | {"t_harm": harmed}
+
+
+def test_a_suspect_the_rounds_left_could_confirm_gets_them_before_a_keep() -> None:
+    """Issue 33, item 1. The sum crosses in round 1; t_harm (0.8 -> 0.3 every round: a fall of 62% of
+    its score) is a suspect. After round 2 its upper bound is not confident yet against the noise of
+    the fixed tasks (sd 0.07), but the rounds left could confirm it: the gate runs round 3 instead of
+    keeping, where it is confirmed and the keep is blocked. The veto before issue 33 looked once, after
+    round 2 (the first with a noise estimate), and kept this edit."""
+    verdict = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=8).decide(
+        sampler := TableSampler(_graded_twelve([(0.8, 0.3)]))
     )
-    assert kept.decision == "accept" and len(kept.rounds) == 2
-    assert kept.harm is not None and kept.harm.suspects == {"t_harm": -0.5} and kept.harm.harmed == {}
-    assert "1 task(s) fell by more than 0.5, within the replicate noise" in kept.reason
+    assert verdict.decision == "reject" and sampler.calls == 3
+    assert verdict.reason.startswith("harm veto after 3 replicate(s) of 16 task(s)")
+    assert verdict.harm is not None and set(verdict.harm.harmed) == {"t_harm"}
+    stat = verdict.rounds[0].statistic
+    assert isinstance(stat, SignFlipStatistic) and stat.crossed > 0  # crossed in round 1: the veto held it
+    from skilltune.stats.harm import harm
+
+    table = _graded_twelve([(0.8, 0.3)])
+    two = {task: [rounds[min(k, len(rounds) - 1)] for k in range(2)] for task, rounds in table.items()}
+    after_two = harm(two, 0.5, 0.9, 0.1, looks=8, grow=4.0)  # what the gate saw after round 2
+    assert after_two.harmed == {} and after_two.open == ["t_harm"]
+
+
+def _flaky(dropping: list[tuple[float, float]]) -> dict[str, list[tuple[float, float]]]:
+    """12 tasks fixed (0 -> 1 every round), 4 unchanged and deterministic, an unchanged flaky 0/1 task
+    that shows its noise, and f_drop, the same kind of task, whose rounds are ``dropping``."""
+    table = {f"t{t:02d}": [(0.0, 1.0)] for t in range(12)}
+    table |= {f"d{t}": [(float(t % 2), float(t % 2))] for t in range(4)}
+    return table | {"f_noisy": [(0.0, 1.0), (1.0, 0.0), (0.0, 0.0), (1.0, 1.0)], "f_drop": dropping}
+
+
+def test_an_unchanged_flaky_task_that_fell_twice_does_not_veto() -> None:
+    """Issue 33, item 2. f_drop, a 50/50 task the edit leaves alone, happens to fall from 1 to 0 in
+    both of the first two rounds (1 in 16). Judged against the noise of the tasks that vary (f_noisy)
+    rather than a noise pooled with the deterministic tasks' zeros, its fall is within what a flaky
+    task does, and no round left could confirm it: kept after round 2. The same fall on a target
+    where no task varies (every replicate repeats) is a harm."""
+    kept = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=8).decide(
+        sampler := TableSampler(_flaky([(1.0, 0.0), (1.0, 0.0), (0.0, 1.0)]))
+    )
+    assert kept.decision == "accept" and sampler.calls == 2
+    assert kept.harm is not None and kept.harm.suspects == {"f_drop": -1.0} and kept.harm.harmed == {}
+    assert kept.harm.noise is not None and kept.harm.noise > 1.0  # f_noisy's: -1 and +1 by turns
+    assert "1 task(s) fell by more than 50% of its score and more than 0.1, within the replicate noise" in (
+        kept.reason
+    )
+    steady = _flaky([(1.0, 0.0)]) | {"f_noisy": [(0.0, 1.0)]}
+    vetoed = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=8).decide(TableSampler(steady))
+    assert vetoed.decision == "reject" and vetoed.harm is not None and set(vetoed.harm.harmed) == {"f_drop"}
+
+
+def test_a_harm_on_a_task_the_incumbent_scores_low_is_seen() -> None:
+    """Issue 33, item 3. t_harm scores 0.4 under the incumbent and 0.05 under the candidate: it lost
+    nearly all of its score, yet by 0.35, less than the former absolute tolerance of 0.5, which no
+    task at 0.5 or below could ever exceed. Relative to its score it is a harm: vetoed. A task at
+    0.06 that falls to 0 lost all of a score too small to matter (less than the floor, 0.1): kept."""
+    vetoed = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=8).decide(
+        TableSampler(_helps_twelve([(0.4, 0.05)]))
+    )
+    assert vetoed.decision == "reject" and vetoed.harm is not None
+    assert vetoed.harm.harmed == {"t_harm": pytest.approx(-0.35)}
+    tiny = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=8).decide(
+        TableSampler(_helps_twelve([(0.06, 0.0)]))
+    )
+    assert tiny.decision == "accept" and len(tiny.rounds) == 1 and tiny.harm is not None
+    assert tiny.harm.suspects == {}
     clean = make_gate("sequential", "mixed", 1, alpha=0.05, max_reps=3).decide(
         TableSampler(_helps_twelve([(0.5, 0.5)]))
     )
@@ -592,18 +661,31 @@ def test_a_decision_stops_when_the_tasks_left_to_differ_cannot_reach_its_level()
 
 
 def test_the_harm_rule() -> None:
-    from skilltune.stats.harm import harm, pooled_noise
+    from skilltune.stats.harm import harm
 
-    assert pooled_noise({"a": [1.0]}) is None
-    assert pooled_noise({"a": [1.0, 0.0], "b": [0.0, 0.0, 0.0]}) == pytest.approx(math.sqrt(0.5 / 3))
-    seen = harm({"a": [-0.6], "b": [0.2]}, 0.5, 0.9)
-    assert seen.suspects == {"a": -0.6} and seen.harmed == {} and seen.undetermined
-    graded = harm({"a": [-0.6, -0.62], "b": [0.2, 0.21]}, 0.5, 0.9)
-    assert set(graded.harmed) == {"a"} and not graded.undetermined
-    noisy = harm({"a": [-1.0, 0.0], "b": [1.0, 0.0], "c": [0.0, 1.0]}, 0.5, 0.9)
-    assert noisy.suspects == {"a": -0.5} and noisy.harmed == {}
-    # Bonferroni over the suspects: one task that fell in all 4 rounds among noisy ones is harmed; two
-    # such tasks are each tested at 0.95, and neither is (among many noisy tasks some fall by chance)
-    noise = {f"n{i}": [1.0, 0.0, -1.0, 0.0] for i in range(6)}
-    assert set(harm(noise | {"a": [-1.0] * 4}, 0.5, 0.9).harmed) == {"a"}
-    assert harm(noise | {"a": [-1.0] * 4, "b": [-1.0] * 4}, 0.5, 0.9).harmed == {}
+    first = harm({"a": [(0.8, 0.2)], "b": [(0.2, 0.4)]}, 0.5, 0.9, 0.1, looks=8, grow=8.0)
+    assert first.suspects == {"a": pytest.approx(-0.6)} and first.harmed == {} and first.noise is None
+    assert first.open == ["a"]  # no noise estimate yet: another round may tell
+    graded = harm({"a": [(0.8, 0.2), (0.8, 0.18)], "b": [(0.2, 0.4), (0.2, 0.41)]}, 0.5, 0.9, 0.1)
+    assert set(graded.harmed) == {"a"} and graded.open == []
+    # relative: 0.4 -> 0.1 lost three quarters of the score (an absolute tolerance of 0.5 never saw it);
+    # 0.4 -> 0.25 lost 38%, within the tolerance of 50%; 0.08 -> 0 is a fall below the floor
+    low = {"a": [(0.4, 0.1)] * 2, "b": [(0.4, 0.25)] * 2, "c": [(0.08, 0.0)] * 2}
+    assert harm(low, 0.5, 0.9, 0.1).suspects.keys() == {"a"} and set(harm(low, 0.5, 0.9, 0.1).harmed) == {"a"}
+    # the noise: a task that fell twice among deterministic tasks is harmed (noise 0: every task repeated);
+    # beside a task that varies, its fall is judged against that noise, not against the zeros
+    steady = {f"s{i}": [(1.0, 1.0)] * 2 for i in range(10)} | {"f": [(1.0, 0.0)] * 2}
+    assert set(harm(steady, 0.5, 0.9, 0.1).harmed) == {"f"} and harm(steady, 0.5, 0.9, 0.1).noise == 0.0
+    flaky = steady | {"g": [(0.0, 1.0), (1.0, 0.0)]}
+    seen = harm(flaky, 0.5, 0.9, 0.1)
+    assert seen.suspects.keys() == {"f"} and seen.harmed == {} and seen.noise == pytest.approx(math.sqrt(2))
+    # Bonferroni over the suspects and the looks: a fall confirmed at one look of one suspect is not
+    # when the decision may look 8 times, nor beside a second suspect
+    noise = {f"n{i}": [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0), (0.5, 0.5)] for i in range(6)}
+    fell = noise | {"a": [(1.0, 0.0)] * 4}
+    assert set(harm(fell, 0.5, 0.9, 0.1).harmed) == {"a"}
+    assert harm(fell, 0.5, 0.9, 0.1, looks=8).harmed == {}
+    assert harm(fell | {"b": [(1.0, 0.0)] * 4}, 0.5, 0.9, 0.1).harmed == {}
+    # open: a suspect the cap's rounds could confirm, its mean and noise staying as they are
+    assert harm(fell, 0.5, 0.9, 0.1, looks=8, grow=2.0).open == ["a"]
+    assert harm(fell, 0.5, 0.9, 0.1, looks=8, grow=1.0).open == []

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("measure",),
     ("session",),
     ("execute",),
-    ("propose", "sequential"),
+    ("propose",),
     ("gate",),
     ("rollout", "skill_repo"),
     ("judge",),

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from skilltune.gate import suite_size_notes, val_size_notes
+from skilltune.gate.run import RunAlpha
 from skilltune.judge.noise import JudgeNoise
 from skilltune.measure import read_suite
 from skilltune.measure.evaluate import evaluate
@@ -23,7 +24,6 @@ from skilltune.metric import Metric
 from skilltune.settings import CalibrateSettings
 from skilltune.skill import Candidate
 from skilltune.stats import sample_sd, tasks_to_accept
-from skilltune.stats.alpha import RunAlpha
 from skilltune.stats.regime import FLAKY_SD, Regime, regime_of
 from skilltune.store import read_json, write_json
 from skilltune.suite import Suite

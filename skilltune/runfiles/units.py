@@ -213,16 +213,20 @@ class AgentEvidence(BaseModel):
 
 
 class HarmCheck(BaseModel):
-    """The harm veto's view at the look that decided (stats/harm.py): val tasks whose mean
-    difference is at most ``-tolerance`` (``suspects``, task -> mean), those hurt with
-    confidence (``harmed``, task -> the upper bound of its difference), and the replicate noise
-    the confidence used (None: one round, no estimate)."""
+    """The harm veto's view at the look that decided (stats/harm.py): val tasks whose means fell
+    by more than ``tolerance`` of the incumbent's score and by more than ``floor`` (``suspects``,
+    task -> mean difference), those hurt with confidence (``harmed``, task -> the upper bound of
+    its difference), and the replicate noise of the differences pooled over the noisy tasks
+    (None: one round, no estimate). ``floor`` None: a gate.json written before the tolerance was
+    relative (a suspect's difference was at most ``-tolerance``, with the noise pooled over every
+    task)."""
 
     tolerance: float
     confidence: float
     suspects: dict[str, float]
     harmed: dict[str, float]
     noise: float | None
+    floor: float | None = None
 
 
 class Verdict(RunFile):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skilltune.execute import Executor
+from skilltune.gate.run import RunGate
 from skilltune.progress import Reporter, RunProgress
 from skilltune.propose import EditBudget, Proposer, make_proposer
 from skilltune.rollout.runner import RetryPolicy
@@ -28,7 +29,6 @@ from skilltune.suite import Suite, load_suite
 from skilltune.training.agents import open_rollouts
 from skilltune.training.budget import Budget, Plan
 from skilltune.training.rollouts import RunRollouts
-from skilltune.training.rungate import RunGate
 from skilltune.training.session import Session
 from skilltune.training.units import Unit, load_seed, unit_order
 

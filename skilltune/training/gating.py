@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from skilltune.gate.veto import HarmScope
 from skilltune.metric import Metric
 from skilltune.propose.edit import lint_edit
 from skilltune.propose.merge import normal_form
@@ -297,7 +298,11 @@ def decide(
         verdict = Verdict.read(path)
     else:
         earlier = [r.verdict == "keep" for r in done if r.alpha is not None]
-        gate, level = ctx.gate.for_decision(earlier, ctx.rng(seq, "gate").randrange(2**32))
+        val = ctx.suite.tasks("val")
+        trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
+        units = ctx.rollouts.units(val)
+        scope = HarmScope(trade_offs(trigger, units), harm_groups(units, ctx.config.agents_gate))
+        gate, level = ctx.gate.for_decision(earlier, ctx.rng(seq, "gate").randrange(2**32), scope)
         if gate is None:
             verdict = Verdict(
                 decision="reject", reason="the run's alpha is spent: its plan of decisions is exhausted",
@@ -310,12 +315,7 @@ def decide(
             )  # fmt: skip
         else:
             pool = IncumbentPool.of(ctx, incumbent, done)
-            val = ctx.suite.tasks("val")
             sampler = ValSampler(ctx.rollouts, folder, val, candidate, incumbent, seq, pool)
-            trigger = [t.id for t in val if ctx.suite.scoring_mode(t) == "trigger"]
-            units = ctx.rollouts.units(val)
-            gate.trade_offs = trade_offs(trigger, units)
-            gate.harm_groups = harm_groups(units, ctx.config.agents_gate)
             verdict = _with_reuse(gate.decide(sampler), sampler)
             if verdict.decision != "contaminated":
                 verdict = sampler.secondary(verdict, ctx.config.metric)

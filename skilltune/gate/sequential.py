@@ -1,10 +1,10 @@
 """The sequential gate: a task-level group-sequential sign-flip test, with early stops and a harm veto.
 
-The gate itself (gate.py's ``Gate``) asks a sampler for rounds of paired rollouts; this one
+A gate (gate/base.py's ``Gate``) asks a sampler for rounds of paired rollouts; this one
 decides after each round with ``stats.SequentialTest`` (accept when the path crosses the
 alpha-spending boundary, futility, cap), stops early when no later round can change the
 decision (stats/rounds.py), and holds a keep back while a val task fell by more than a
-tolerance with confidence (stats/harm.py).
+tolerance with confidence (gate/veto.py on stats/harm.py).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import Field
 
-from skilltune.gate import Gate, GateOptions, Sampler, contaminated
+from skilltune.gate.base import Gate, GateOptions, Sampler, contaminated
+from skilltune.gate.veto import HarmScope, HarmVeto
 from skilltune.metric import Metric
 from skilltune.rollout.tally import unit_of
 from skilltune.runfiles import Decision, HarmCheck, Pair, RolloutRecord, Round, Verdict
 from skilltune.runfiles.units import SignFlipStatistic
 from skilltune.stats import SequentialTest, mean, tasks_to_accept
-from skilltune.stats.harm import harm
 from skilltune.stats.rounds import all_repeat, open_tasks
 
 
@@ -40,8 +40,11 @@ class SequentialOptions(GateOptions):
         default=0.5,
         gt=0.0,
         le=2.0,
-        description="a val task whose score falls by more than this with confidence blocks a keep "
-        "(above 1: off)",
+        description="a val task that loses more than this share of its incumbent score (and more than "
+        "harm_floor) with confidence blocks a keep (above 1: off)",
+    )
+    harm_floor: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="the smallest fall of a task's score the harm veto counts"
     )
     harm_confidence: float = Field(default=0.9, gt=0.5, lt=1.0, description="confidence of the harm veto")
 
@@ -62,25 +65,32 @@ class SequentialGate(Gate[SequentialOptions]):
     once, after ``futility_from`` replicates, the one-sided ``futility_confidence`` upper
     bound of the mean gain falls below ``min_effect``, and at the cap otherwise; with
     ``stop_on_repeat`` also as soon as no later round can change the decision
-    (stats/rounds.py). Once the path has crossed, the harm veto (stats/harm.py) rejects when
-    a val task fell by more than ``harm_tolerance`` with confidence, and asks for one more
-    round when a task fell that far before any noise estimate exists (trigger tasks, the gate's
-    ``trade_offs``, are not vetoed one by one: the mean weighs a query won against one lost). Each round records
+    (stats/rounds.py). Once the path has crossed, the harm veto (gate/veto.py) rejects when
+    a val task lost more than ``harm_tolerance`` of its score (and more than ``harm_floor``) with
+    confidence, and runs another round, while rounds remain, when a task fell that far without
+    confidence yet (``scope``, the decision's ``HarmScope``, names the trigger tasks, which are
+    not vetoed one by one: the mean weighs a query won against one lost). Each round records
     every task's pair of replicates and scores.
 
     Defaults (documented in the README): ``alpha`` is set per decision by the run's
     error-control policy (0.05 for a lone decision); ``max_reps`` 8; ``min_effect`` 0.10 on
     the gate metric; ``futility_confidence`` 0.85 from the first replicate; ``rho`` 2;
-    ``harm_tolerance`` 0.5 at ``harm_confidence`` 0.9.
+    ``harm_tolerance`` 0.5 (half the task's score), ``harm_floor`` 0.1, ``harm_confidence`` 0.9.
     """
 
     name = "sequential"
     Options = SequentialOptions
 
-    def __init__(self, metric: Metric = "mixed", reps: int = 1, **settings: Any) -> None:
+    def __init__(
+        self, metric: Metric = "mixed", reps: int = 1, scope: HarmScope | None = None, **settings: Any
+    ) -> None:
         super().__init__(metric, reps, **settings)
         self.alpha = self.options.alpha
         self.max_reps = self.options.max_reps
+        o = self.options
+        self.veto = HarmVeto(
+            o.harm_tolerance, o.harm_confidence, o.harm_floor, o.max_reps, scope or HarmScope()
+        )
 
     @property
     def max_replicates(self) -> int:
@@ -140,22 +150,19 @@ class SequentialGate(Gate[SequentialOptions]):
                 crossed = (
                     f"crossed the sign-flip boundary (alpha {self.alpha:.3g}, p {stat.p:.3g} at this round)"
                 )
-                check = self._harm(by_task)
-                if check is not None and check.harmed:
-                    worst = sorted(check.harmed, key=lambda t: check.suspects[t])
-                    named = ", ".join(f"{t} {check.suspects[t]:+.2f}" for t in worst[:5])
-                    more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
+                check, waiting = self.veto.check(by_task, k + 1)
+                blocked = self.veto.blocks(check)
+                if blocked is not None:
                     return self._verdict(
                         "reject",
-                        f"harm veto {where}: gain {gain:+.3f} {crossed}, but {len(worst)} val task(s) fell by "
-                        f"more than {self.options.harm_tolerance:g} with confidence: {named}{more}",
+                        f"harm veto {where}: gain {gain:+.3f} {crossed}, but {blocked}",
                         rounds,
                         check,
                     )
-                if check is not None and check.noise is None and check.suspects and k + 1 < self.max_reps:
-                    continue  # one more round tells a task's drop from replicate noise
+                if waiting and k + 1 < self.max_reps:
+                    continue  # another round may tell a task's fall from replicate noise
                 return self._verdict(
-                    "accept", f"gain {gain:+.3f} {where}: {crossed}{self._doubt(check)}", rounds, check
+                    "accept", f"gain {gain:+.3f} {where}: {crossed}{self.veto.doubt(check)}", rounds, check
                 )
             if outcome == "futility":
                 return self._verdict(
@@ -191,34 +198,6 @@ class SequentialGate(Gate[SequentialOptions]):
                 f"(gain {gain:+.3f})"
             )
         return None
-
-    def _doubt(self, check: HarmCheck | None) -> str:
-        """What a keep leaves open: tasks that fell beyond the tolerance without confidence."""
-        if check is None or not check.suspects:
-            return ""
-        why = "within the replicate noise" if check.noise is not None else "noise unknown at one replicate"
-        return f"; {len(check.suspects)} task(s) fell by more than {check.tolerance:g}, {why}"
-
-    def _harm(self, by_task: dict[str, list[Pair]]) -> HarmCheck | None:
-        o = self.options
-        if o.harm_tolerance > 1.0:
-            return None
-        diffs: dict[str, list[float]] = {}
-        for unit, got in by_task.items():
-            if unit not in self.trade_offs:
-                diffs.setdefault(self.harm_groups.get(unit, unit), []).extend(
-                    q.candidate - q.incumbent
-                    for q in got
-                    if q.candidate is not None and q.incumbent is not None
-                )
-        seen = harm(diffs, o.harm_tolerance, o.harm_confidence)
-        return HarmCheck(
-            tolerance=o.harm_tolerance,
-            confidence=o.harm_confidence,
-            suspects={t: round(m, 6) for t, m in seen.suspects.items()},
-            harmed={t: round(u, 6) for t, u in seen.harmed.items()},
-            noise=None if seen.noise is None else round(seen.noise, 6),
-        )
 
     def _verdict(
         self, decision: Decision, reason: str, rounds: list[Round], check: HarmCheck | None = None
