@@ -51,8 +51,8 @@ import numpy as np
 from benchmarks.efficiency import STRICT_K, real_gate, strict
 from benchmarks.gatesim import NEW_VETO, Design
 from benchmarks.runsim import Decider, RunShape
+from skilltune.gate.run import RunAlpha
 from skilltune.propose.merge import EditBudget
-from skilltune.stats.alpha import RunAlpha
 
 RIGHT, WRONG, HARM, TRADE, USELESS = range(5)
 KINDS = ("right", "wrong", "harm", "trade", "useless")
