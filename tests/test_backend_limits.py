@@ -14,7 +14,7 @@ from skilltune.agents.qwen import QwenAgent, QwenOptions
 from skilltune.errors import UsageError
 from skilltune.progress import PlainReporter
 from skilltune.rundir import RunDir
-from skilltune.runfiles import UnitRecord
+from skilltune.runfiles import ReflectionsFile
 from skilltune.training import train
 from tests.helpers import rule_task, write_skill, write_suite
 
@@ -94,12 +94,16 @@ def test_an_edit_past_the_backends_limit_is_discarded_and_the_run_goes_on(
         batch=2, growth_cap=5000.0, gate="strict", reporter=PlainReporter(quiet=True),
     )  # fmt: skip
     run = RunDir(Path(result.run_dir))
-    records = [UnitRecord.read(run.unit_dir("step", n) / "step.json") for n in range(1, result.steps + 1)]
-    refused = [r for r in records if "cannot take it" in r.reason]
-    assert refused, [r.reason for r in records]
-    first = refused[0]
-    assert first.verdict == "discard" and first.decision == "lint" and "strips HTML comments" in first.reason
-    assert not (run.unit_dir("step", first.index) / "gate.json").exists()  # never gated: no rollout spent
+    # each rule is checked on its own before its screen: the agent refuses the one with an HTML comment
+    steps = [run.unit_dir("step", n) for n in range(1, result.steps + 1)]
+    proposals = [
+        (folder, p) for folder in steps for p in ReflectionsFile.read(folder / "reflections.json").proposals
+    ]
+    refused = [(folder, p) for folder, p in proposals if "cannot take it" in p.reason]
+    assert refused, [p.reason for _, p in proposals]
+    folder, first = refused[0]
+    assert first.status == "not applied" and "strips HTML comments" in first.reason and first.screen is None
+    assert first.candidate is not None and not list(folder.glob(f"rollouts/*/{first.candidate[:12]}"))
     assert result.state == "success" and result.kept >= 1  # the run went on and kept the good rule
     assert "cite-sources: back every claim" in (run.best_md).read_text()
 

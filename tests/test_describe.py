@@ -29,7 +29,14 @@ from tests.helpers import REPO, quiet, rule_task, write_skill, write_suite
 DEMO = REPO / "examples" / "trigger-demo"
 NULL = REPO / "examples" / "trigger-null"
 SEED = "Writes release notes from merged pull requests. Use when the user asks for release notes."
-DEMO_SETTINGS: dict[str, Any] = {"agent": "mock", "proposer": "mock", "component": "description"}
+# --carry screen, as the demo's README runs it: at --carry run its one gate, at step 10, is too few of
+# 28 val requests to keep the rewrite at the run's first level (issue 35 grows the queries).
+DEMO_SETTINGS: dict[str, Any] = {
+    "agent": "mock",
+    "proposer": "mock",
+    "component": "description",
+    "carry": "screen",
+}
 
 
 def case(i: str, prompt: str, should: bool, description: str = SEED) -> TriggerCase:
@@ -181,7 +188,7 @@ def test_the_trigger_demo_raises_held_out_accuracy_and_its_null_twin_keeps_nothi
 
     null = _demo_run(tmp_path, NULL / "suite", "null")
     verdicts = [json.loads(p.read_text())["verdict"] for p in null.glob("steps/*/step.json")]
-    assert verdicts and set(verdicts) == {"discard"}
+    assert verdicts and set(verdicts) <= {"discard", "carried"} and "discard" in verdicts
     assert (null / "TERMINAL").read_text().startswith("no-progress")
 
 

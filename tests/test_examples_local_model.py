@@ -132,27 +132,30 @@ def test_the_benchmark_plans_the_most_steps_then_the_highest_replicate_cap() -> 
 
     def minutes(steps: int, reps: int, analyst_s: float = 0.0) -> float:
         rollouts = sum(worst_case(n, steps, reps, 1, ceiling=analyst_s > 0).values())
-        return (rollouts * 7.5 + 2 * steps * analyst_s) / 60
+        return (rollouts * 7.5 + 2 * steps * 4 * analyst_s) / 60
 
-    assert minutes(3, 3) <= 150 < minutes(3, 4) and minutes(2, 4) <= 150
-    assert plan(n, 7.5, 150, 3, 4, 1) == (3, 3)  # three steps at a cap of 3, not two at 4
+    assert minutes(3, 3) <= 200 < minutes(3, 4) and minutes(2, 4) <= 200
+    assert plan(n, 7.5, 200, 3, 4, 1) == (3, 3)  # three steps at a cap of 3, not two at 4
     assert plan(n, 0.3, 150, 3, 4, 2) == (3, 4)
     with pytest.raises(SystemExit, match="lower --test-reps"):
         plan(n, 30.0, 150, 3, 4, 2)
 
 
 def test_the_benchmark_budgets_the_analyst_calls_and_the_ceiling_run() -> None:
-    """With --proposer api each step of the analyst's run and its null twin may wait out an
-    analyst call, and the mock proposer's ceiling run adds its own steps."""
-    from benchmarks.local_model import plan, sizes, worst_case
+    """With --proposer api each ask of each step of the analyst's run and its null twin may wait out an
+    analyst call, and the mock proposer's ceiling run adds its own steps; a step's screens count (each
+    of the four asks at most on the batch, the candidate and a leave-one-out screen per edit)."""
+    from benchmarks.local_model import EDITS, PROPOSALS, plan, sizes, worst_case
 
     n = sizes()
     with_ceiling = worst_case(n, 1, 4, 1, ceiling=True)
     assert with_ceiling.keys() - worst_case(n, 1, 4, 1).keys() == {"ceiling train"}
-    assert with_ceiling["ceiling train"] == 8 + 2 * 24 * 4 + 18  # S0's val baseline is shared
-    assert plan(n, 7.5, 150, 3, 4, 1, 900.0) == (1, 4)  # (3, 3) without the analyst's calls
+    step = 8 * (1 + PROPOSALS + 1 + EDITS) + 2 * 24 * 4
+    assert with_ceiling["ceiling train"] == step + 18  # S0's val baseline is shared
+    assert worst_case(n, 1, 4, 1, proposals=1)["train"] == 24 + 8 * 2 + 2 * 24 * 4 + 2 * 18  # one ask a step
+    assert plan(n, 5.0, 150, 3, 4, 1, 300.0) == (1, 4)  # (3, 3) without the analyst's calls
     with pytest.raises(SystemExit, match="--analyst-timeout-s"):
-        plan(n, 11.0, 150, 3, 4, 1, 900.0)
+        plan(n, 7.5, 150, 3, 4, 1, 300.0)
 
 
 def test_the_benchmark_counts_the_run_s_own_test_once(
@@ -204,15 +207,14 @@ def test_the_benchmark_with_an_analyst_reports_what_its_answers_became(
     with FakeModelServer(analyst, side=analyst) as server:
         argv = ["--base-url", "http://unused", "--model", "m", "--agent", "mock", "--out", str(tmp_path),
                 "--steps", "1", "--proposer", "api", "--analyst-base-url", f"{server.url}/v1",
-                "--analyst-model", "analyst-test", "--analyst-max-tokens", "300", "--analyst-timeout-s", "120"]  # fmt: skip
+                "--analyst-model", "analyst-test", "--analyst-max-tokens", "300", "--analyst-timeout-s", "120",
+                "--proposals", "1"]  # fmt: skip  # one ask: its two edits counted as they are
         assert main(argv) == 0
     out = capsys.readouterr().out
     assert "analyst: analyst-test at " in out and "max_tokens 300, at most 120 s per call" in out
     assert server.requests and all(r.body.get("max_tokens") == 300 for r in server.requests)
     api_line = next(line for line in out.splitlines() if line.startswith("  proposer (api):"))
-    assert api_line.startswith("  proposer (api): edits proposed 2, dropped 1, merged into equal ones 0,"), (
-        api_line
-    )
+    assert "; edits proposed 2, dropped 1, merged into equal ones 0," in api_line, api_line
     assert "dropped: " in out and "Be kind." in out and "Reply with the answer alone." in out
-    assert "\nceiling: " in out and "  proposer (mock): edits proposed " in out
+    assert "\nceiling: " in out and "  proposer (mock): " in out and "; edits proposed " in out
     assert "\nceiling train " in out  # its rollouts in the phase table

@@ -36,7 +36,11 @@ AGENTS = [
     AgentSpec(label="harmed", agent="mock", options={"ignores": ["link-evidence"], "harmed_by": [HARM]}),
 ]
 LABELS = [a.label for a in AGENTS]
-SETTINGS: dict[str, Any] = {"proposer": "mock", "max_steps": 1, "seed": 1, "metric": "hard", "test_reps": 1}
+# One ask a step: its candidate holds the line that hurts one agent (several asks screen each rule on
+# every agent's rollouts, and the rule that breaks the harmed agent's tasks would not reach the gate).
+SETTINGS: dict[str, Any] = {
+    "proposer": "mock", "max_steps": 1, "seed": 1, "metric": "hard", "test_reps": 1, "proposals": 1,
+}  # fmt: skip
 
 
 def _train(runs: Path, tag: str, reporter: PlainReporter | None = None, **settings: Any) -> Any:
@@ -57,7 +61,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         app,
         ["train", str(MOCK_SUITE), "--skill", str(MOCK_SKILL), "--proposer", "mock", "--tag", "mean",
          "--runs-dir", str(root), "--max-steps", "1", "--seed", "1", "--metric", "hard", "--test-reps", "1",
-         "--agents-gate", "mean", "--quiet", *agents],
+         "--agents-gate", "mean", "--proposals", "1", "--quiet", *agents],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "harmed 0.000>" in result.output and "HURT" in result.output  # each agent's figures printed

@@ -399,9 +399,10 @@ def test_rubric_receipts_and_failure_classes_reach_the_proposer(tmp_path: Path) 
     prompt = reflections.calls[0].prompt
     assert "<checks>\nran, rows:12!=9, symptom:ghost-rows\n</checks>" in prompt
     assert "FAILURE-CLASS-MARKER" in prompt
-    assert [e.text for e in reflections.edits] == [
-        "- Check before you finish that this does not happen: ghost-rows."
-    ]
+    # the rubric fails every rollout whatever the skill says: the rule is screened out, not kept
+    proposed = [e.text for p in reflections.proposals for e in p.edits]
+    assert proposed[:1] == ["- Check before you finish that this does not happen: ghost-rows."]
+    assert reflections.edits == [] and reflections.proposals[0].status == "screened out"
 
 
 def test_checklist_checks_never_reach_the_proposer_and_no_answers_hides_the_items(tmp_path: Path) -> None:
