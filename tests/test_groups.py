@@ -123,17 +123,35 @@ def test_asks_one_focused_per_group_then_samples_and_their_packets() -> None:
     packet = _packet(failures, successes)
     asks = plan_asks(packet, 4)
     # RESULT, which every failure shares, singles nothing out: no focused ask of its own
-    assert [(a.kind, a.focus.key if a.focus else None) for a in asks] == [
-        ("focus", "missing:PASS:y"), ("focus", "missing:PASS:x"), ("sample", None), ("sample", None)
+    # then round the groups again, each repeat hotter with its own seed
+    assert [(a.focus.key if a.focus else None, a.repeat) for a in asks] == [
+        ("missing:PASS:y", 0), ("missing:PASS:x", 0), ("missing:PASS:y", 1), ("missing:PASS:x", 1)
     ]  # fmt: skip
     assert [a.kind for a in plan_asks(packet, 1)] == ["focus"]
+    assert plan_asks(_packet([], successes), 4) == []  # nothing failed: nothing to ask
+    repeat = ask_packet(packet, asks[2], seed=5, spent=[], reask=False)
+    assert repeat.temperature == SAMPLE_TEMPERATURE and repeat.focus == asks[0].focus
     focused = ask_packet(packet, asks[0], seed=7, spent=["- old rule"], reask=False)
     assert [t.task_id for t in focused.failures] == ["b", "c"] and len(focused.successes) == 2
     assert focused.max_edits == ASK_EDITS and focused.temperature is None and focused.spent == []
     assert (focused.ask, focused.seed) == (1, 7)
     again = ask_packet(packet, asks[0], seed=8, spent=["- old rule"], reask=True)
     assert again.spent == ["- old rule"] and again.temperature == SAMPLE_TEMPERATURE
-    sample = ask_packet(packet, asks[2], seed=9, spent=[], reask=False)
-    assert sample.focus is None and len(sample.failures) == 3 and sample.temperature == SAMPLE_TEMPERATURE
     description = packet.model_copy(update={"component": "description"})
     assert [a.kind for a in plan_asks(description, 3)] == ["sample"] * 3
+    sample = ask_packet(description, plan_asks(description, 3)[0], seed=9, spent=[], reask=False)
+    assert sample.focus is None and len(sample.failures) == 3 and sample.temperature == SAMPLE_TEMPERATURE
+
+
+def test_a_focused_answer_in_plain_words_is_read_rule_by_rule() -> None:
+    from skilltune.propose.llm import read_rules
+
+    answer = (
+        "Here are the rules:\n1. **Reply with the answer alone**, no sentence\n- Route outages to outage."
+    )
+    assert read_rules(answer) == ["Reply with the answer alone, no sentence.", "Route outages to outage."]
+    assert read_rules('{"edits": [{"op": "append", "text": "Answer with the label only."}]}') == [
+        "Answer with the label only."
+    ]
+    assert read_rules('```json\n{"edits": [{"text": "<the rule>"}]}\n```') == []  # the placeholder
+    assert read_rules("exports") == [] and read_rules("# Rules:\n") == []  # a label, a heading

@@ -12,6 +12,7 @@ limits, and ends at once when the run is asked to stop (``stop_requested``: the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -144,6 +145,32 @@ def read_anchors(answer: Answer) -> list[str | None]:
     return parse_anchor_repair(parse_json(answer.reply.text))
 
 
+_RULE_WORDS = (3, 60)  # a rule of fewer words is a label, of more a paragraph
+_LEAD = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|rule\s*\d*\s*[:.)-])\s*", re.I)
+
+
+def read_rules(text: str) -> list[str]:
+    """The rules of a focused ask's plain answer, in order: one per line, list markers, emphasis and
+    quotes taken off; a line that introduces (ends with a colon), a heading, a placeholder or a line of
+    too few or too many words is no rule. An answer given as JSON edits anyway yields their texts."""
+    try:
+        data = parse_json(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("edits"), list):
+        lines = [str(e.get("text", "")) for e in data["edits"] if isinstance(e, dict)]
+    else:
+        lines = FENCE.sub(lambda m: m.group(1), text).splitlines()
+    rules = []
+    for line in lines:
+        rule = _LEAD.sub("", line.strip()).replace("**", "").strip().strip("\"'`").strip()
+        if not rule or rule.endswith(":") or rule.startswith("#") or "<" in rule or "{" in rule:
+            continue
+        if _RULE_WORDS[0] <= len(rule.split()) <= _RULE_WORDS[1]:
+            rules.append(rule if rule[-1] in ".!?" else f"{rule}.")
+    return list(dict.fromkeys(rules))
+
+
 def extract_document(text: str) -> str:
     """A whole skill document from an answer: the fenced block when there is one."""
     fenced = [m.group(1) for m in FENCE.finditer(text)]
@@ -226,6 +253,8 @@ class ModelProposer(Proposer):
             return self._describe(packet)
         if packet.mode == "rewrite":
             return self._rewrite(packet)
+        if packet.focus is not None:
+            return self._focused(packet)
         calls: list[ProposerCall] = []
         asked = self._structured(
             "analyst", reflect_prompt(packet), EditsAnswer, read_edits, 1, calls, packet=packet
@@ -240,6 +269,23 @@ class ModelProposer(Proposer):
         if last.finish == "length":
             notes["cut"] = f"the answer was cut at the token limit: its {len(edits)} complete edits kept"
         return self._repair_anchors(packet, Proposal(edits=edits, calls=calls, notes=notes))
+
+    def _focused(self, packet: EvidencePacket) -> Proposal:
+        """A focused ask: one short question, the answer in plain words; each rule in it appended to the
+        skill, citing the group's failed trajectories (a small model writes a rule more readily than it
+        fills a schema of anchored edits)."""
+        assert packet.focus is not None
+        calls: list[ProposerCall] = []
+        answer = self._call("analyst (focused)", reflect_prompt(packet), calls, packet)
+        rules = read_rules(answer)[: packet.max_edits]
+        support = [t.id for t in packet.failures]
+        edits = [
+            Edit(op="append", file=packet.skill_main, text=f"- {rule}", rationale=packet.focus.label,
+                 support=support, rank=rank)
+            for rank, rule in enumerate(rules)
+        ]  # fmt: skip
+        notes = {} if edits else {"error": f"no rule in the answer: {' '.join(answer.split())[:200]!r}"}
+        return Proposal(edits=edits, calls=calls, notes=notes)
 
     def _describe(self, packet: EvidencePacket) -> Proposal:
         """One call for a new description (whatever the mode): one ``description`` edit."""

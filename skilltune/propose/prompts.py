@@ -104,19 +104,6 @@ def render_spent(spent: list[str]) -> str:
     )
 
 
-def render_focus(packet: EvidencePacket) -> str:
-    """A focused ask's failure group: what went wrong and what the agent gave instead."""
-    assert packet.focus is not None
-    focus = packet.focus
-    n = len(focus.trajectories)
-    if focus.examples:
-        shown = "\n".join(f"- {example}" for example in focus.examples)
-        gave = f"\nFor example:\n{shown}"
-    else:
-        gave = f"\nWhat the agent gave instead: {', '.join(focus.gave[:6])}" if focus.gave else ""
-    return tagged("focus", f"{focus.label} ({n} failed task{'s' if n != 1 else ''}){gave}")
-
-
 def _common(packet: EvidencePacket) -> dict[str, str]:
     classes = packet.failure_classes.strip()
     return {
@@ -147,14 +134,39 @@ def reflect_prompt(packet: EvidencePacket) -> str:
     return template("reflect").substitute(_common(packet))
 
 
+_EXAMPLE_CHARS = 300
+
+
+def focus_examples(packet: EvidencePacket) -> str:
+    """The focused group's failures as short lines: for an exact task what was expected and what the
+    agent gave; else the task (cut) and what the scorer said of it."""
+    assert packet.focus is not None
+    if packet.focus.examples:
+        return "\n".join(f"- {example}" for example in packet.focus.examples)
+    lines = []
+    for t in packet.failures:
+        said = one_line(t.feedback.strip() or ", ".join(t.checks) or t.output.strip(), _EXAMPLE_CHARS)
+        lines.append(f"- the task: {one_line(t.prompt, _EXAMPLE_CHARS)!r}; what went wrong: {said}")
+    return "\n".join(lines) or "- (no example)"
+
+
 def focus_prompt(packet: EvidencePacket) -> str:
-    """One failure group, its failed trajectories and a few passing ones: a question a small model can
-    answer with one rule."""
-    common = _common(packet)
-    successes = (
-        wrapped("successful_trajectories", render_trajectories(packet.successes)) if packet.successes else ""
+    """One failure group as a short question a small model can answer with one rule in plain words
+    (no JSON, no anchors: the proposer appends the rule): the skill, what went wrong with a few
+    examples, the suite's failure classes, the rules already spent."""
+    assert packet.focus is not None
+    classes = packet.failure_classes.strip()
+    spent = "\n".join(f"- {one_line(text, 240)}" for text in packet.spent)
+    told = "These rules were already tried in this run and did not help; do not write them again:"
+    return template("focus").substitute(
+        skill=skill_section(packet.skill_files[packet.skill_main], packet.skill_main),
+        batch=(packet.summary.splitlines() or [""])[0].replace(" By what went wrong:", ""),
+        count=len(packet.focus.trajectories),
+        label=packet.focus.label,
+        examples=focus_examples(packet),
+        failure_classes=f"\n\n{tagged('failure_classes', classes)}" if classes else "",
+        spent=f"\n\n{told}\n{spent}" if spent else "",
     )
-    return template("focus").substitute(common, focus=render_focus(packet), successes=successes)
 
 
 def render_requests(cases: list[TriggerCase]) -> str:

@@ -21,6 +21,7 @@ class ProposalRow(BaseModel):
 
     rank: int
     index: int  # the ask's index (asks/ask_NN.json)
+    rule: int = 0  # the rule's place in the ask's answer (each rule is screened on its own)
     kind: str  # focus or sample
     asked: str  # the focus label, or "sample"
     edits: list[str]  # compact forms (op@anchor: text)
@@ -28,6 +29,11 @@ class ProposalRow(BaseModel):
     attempts: int
     status: ProposalStatus
     reason: str
+
+    @property
+    def name(self) -> str:
+        """``2.1``: ask 2's first rule (rules count from 1 as a reader reads them)."""
+        return f"{self.index}.{self.rule + 1}"
 
     @property
     def badge(self) -> str:
@@ -72,7 +78,7 @@ class ProposalCounts(BaseModel):
         return ", ".join(f"{n} {s}" for n, s in rest)
 
 
-def _rank_key(p: ProposalRecord) -> tuple[bool, bool, float, int, int]:
+def _rank_key(p: ProposalRecord) -> tuple[bool, bool, float, int, int, int]:
     """Kept first, then the screened by gain (fewer broken, then ask order), then the rest by ask."""
     screen = p.screen
     return (
@@ -81,6 +87,7 @@ def _rank_key(p: ProposalRecord) -> tuple[bool, bool, float, int, int]:
         -(screen.gain if screen else 0.0),
         len(screen.broke) if screen else 0,
         p.index,
+        p.rule,
     )
 
 
@@ -93,6 +100,7 @@ def _row(rank: int, p: ProposalRecord) -> ProposalRow:
     return ProposalRow(
         rank=rank,
         index=p.index,
+        rule=p.rule,
         kind=p.kind,
         asked=p.label if p.kind == "focus" else "sample",
         edits=[e.compact() for e in p.edits],
