@@ -55,6 +55,8 @@ FIXED = f"{SPLIT}, {RUN}"
 FOCUSED = "focused asks only"  # no independent samples: at most one ask per failure group
 LOO = "leave-one-out always"  # also on a bundle of one proposal
 RECOMMENDED = f"N=4, 2 passing, {FOCUSED}, {FIXED}, {LOO}"
+# skilltune's default: the recommended design, its asks left over going round the groups again
+DEFAULT = f"N=4, 2 passing, focused asks round the groups, {FIXED}, {LOO} (the default)"
 
 
 def designs() -> dict[str, StepDesign]:
@@ -97,6 +99,7 @@ def designs() -> dict[str, StepDesign]:
         for passing in (2, 4):
             name = f"N={n}, {passing} passing, {FOCUSED}, {FIXED}, {LOO}"
             out[name] = replace(best, name=name, proposals=n, passing=passing, samples=False, loo="always")
+    out[DEFAULT] = replace(best, name=DEFAULT, samples=False, repeat=True, loo="always")
     return out
 
 

@@ -119,6 +119,9 @@ class StepDesign:
     margin: int = 1  # a proposal is selected when fixed - broken >= margin (many)
     split: bool = False  # each rule of an answer screened as a proposal of its own (many)
     samples: bool = True  # asks beyond the failure groups are independent samples, or not asked (many)
+    # without samples: the asks left over go round the failure groups again (focused, a draw of their
+    # own), as skilltune's default does, instead of not being asked (many)
+    repeat: bool = False
     # leave-one-out: "bundle" when the bundle holds >= 2 proposals, "always" also for a bundle of one
     # (the bundle without it is its base) (many)
     loo: Literal["bundle", "always"] = "bundle"
@@ -307,9 +310,16 @@ class Simulation:
         order = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
         out: list[Proposal] = []
         seen: set[Skill] = set()
-        for j in range(asks if self.d.samples else min(asks, len(order))):
+        many = asks if self.d.samples or (self.d.repeat and order) else min(asks, len(order))
+        for j in range(many):
             if j < len(order):
                 slot, cluster, targets = j, order[j][0], order[j][1]
+            elif not self.d.samples:  # a repeat of group j mod groups, on a draw slot of its own
+                slot, cluster, targets = (
+                    MAX_ASKS + j - len(order),
+                    order[j % len(order)][0],
+                    order[j % len(order)][1],
+                )
             else:
                 slot, cluster, targets = MAX_ASKS + j - len(order), None, failed
             pool = [int(clusters[i]) for i in failed]
