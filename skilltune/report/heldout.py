@@ -68,7 +68,8 @@ def held_out(
     """The comparison as the report shows it; ``records``: the folder holding its rollouts (the
     run's final/, or the compare's folder beside the run), read for trigger decisions per query."""
     vals = {"S0": summary.seed_val, "best": summary.best_val}
-    loads = decisions(records) if any(arm.trigger for arm in comparison.arms.values()) else {}
+    # trigger decisions per query from the records: not for a light read (the view's polls)
+    loads = decisions(records) if with_ci and any(arm.trigger for arm in comparison.arms.values()) else {}
     arms = []
     for name, arm in comparison.arms.items():
         value = {"hard": arm.hard_acc, "soft": arm.soft_acc}.get(comparison.metric, arm.mixed)
