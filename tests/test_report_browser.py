@@ -154,3 +154,63 @@ def test_a_steps_proposals_render_as_a_ranked_table(demo: Path) -> None:
         loo = page.locator(f"#step-{index} table.leave-one-out tr")
         assert loo.count() == 1 + len(reflections.selection.leave_one_out)  # type: ignore[union-attr]
         assert watched.console_errors == []
+
+
+def test_a_stopped_unit_and_a_compare_beside_the_run_in_chromium(tmp_path: Path) -> None:
+    """A run stopped in step 2's gate: the unit shows its diff and proposals, its gate's time is
+    not 0; the compare the page suggests, once run, shows as the run's held-out comparison."""
+    import re
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from skilltune.cli import app
+    from skilltune.report import summarize
+    from tests.report_runs import train_stopped_in_gate
+
+    run = train_stopped_in_gate(tmp_path / "runs", "halt", step=2)
+    compare = summarize(run).held_out_commands[-1]
+    assert CliRunner().invoke(app, [*shlex.split(compare)[1:], "--quiet"]).exit_code == 0
+    path = write_report(run)
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=4)
+        page = watched.page
+        assert "halt-heldout/comparison.json" in page.locator("#held-out-source").inner_text()
+        assert page.locator("#no-held-out").count() == 0
+        page.locator("#step-2 > summary").click()
+        assert page.locator("#step-2 pre.diff").is_visible()
+        assert page.locator("#step-2 table.proposals").is_visible()
+        summary = page.locator("#step-2 > summary").inner_text()
+        assert not re.search(r"· 0\.0s$", summary), summary  # the stopped gate's time counts
+        assert watched.console_errors == []
+
+
+def test_the_trigger_table_counts_queries_in_chromium(tmp_path: Path) -> None:
+    """The trigger demo: the trigger table's accuracy counts each query once, and the descriptions a
+    later step of the chain replaced are struck through."""
+    import skilltune
+    from tests.helpers import REPO
+
+    example = REPO / "examples" / "trigger-demo"
+    skilltune.train(
+        example / "suite", example / "skill", tag="trig", runs_dir=str(tmp_path), component="description",
+        max_steps=4, seed=2,
+    )  # fmt: skip
+    run = tmp_path / "trig"
+    comparison = Comparison.read(run / "comparison.json")
+    queries = comparison.arms["best"].n_tasks
+    path = write_report(run)
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=4)
+        page = watched.page
+        rows = page.locator("table.trigger tr")
+        assert rows.count() == 1 + len(comparison.arms)
+        for i in range(1, rows.count()):
+            accuracy = rows.nth(i).locator("td").nth(5).inner_text()
+            assert accuracy.endswith(f"/{queries})"), accuracy  # over queries, not rollouts
+        keep = page.locator("details.unit:has(.badge.keep)").first
+        replaced = keep.locator("ul.origins li.replaced code")
+        assert replaced.count() >= 1
+        assert replaced.first.evaluate("e => getComputedStyle(e).textDecorationLine") == "line-through"
+        assert keep.locator(".asked").first.is_visible()  # a cited trajectory's query
+        assert watched.console_errors == []

@@ -31,7 +31,7 @@ def _reflections(run: Path) -> dict[int, ReflectionsFile]:
 
 
 def _section(page: str, unit: str) -> str:
-    return page.split(f'id="{unit}"', 1)[1].split("</details>\n", 1)[0]
+    return page.split(f'id="{unit}"', 1)[1].split('<details class="unit"', 1)[0]
 
 
 def _text(fragment: str) -> str:

@@ -158,17 +158,20 @@ def _finish_run(result: TrainResult) -> None:
 
 
 def print_gate_share(run_dir: Path) -> None:
-    """What the gate cost of the run's training rollouts (from the journal)."""
+    """What the gate cost of the run's training rollouts, counted from the records on disk as the
+    report and ``status`` count them (each rollout run once): a stage the run ended in (a gate
+    stopped by Ctrl-C) has no stage event in the journal, but its rollouts were run and paid for."""
+    from skilltune.report.rollouts import read_rollouts
     from skilltune.rundir import RunDir
-    from skilltune.training.budget import stage_rollouts
 
-    stages = stage_rollouts(RunDir(run_dir))
-    training = sum(n for stage, n in stages.items() if stage != "test")
+    phases = read_rollouts(RunDir(run_dir), "mixed").phases
+    training = sum(t.rollouts for (unit, _), t in phases.items() if unit != "final")
     if training:
-        gate = stages.get("gate", 0)
+        gate = sum(t.rollouts for (unit, phase), t in phases.items() if phase == "gate" and unit != "final")
+        test = sum(t.rollouts for (unit, _), t in phases.items() if unit == "final")
         out.print(
             f"rollouts: {training} in training, {gate} of them in the gate ({gate / training:.0%}); "
-            f"{stages.get('test', 0)} in the held-out test"
+            f"{test} in the held-out test"
         )
 
 

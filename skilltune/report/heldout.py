@@ -6,9 +6,11 @@ import glob
 import json
 import math
 import shlex
+from pathlib import Path
 from typing import Any
 
 from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary, TransferView
+from skilltune.report.trigger import decisions, per_query
 from skilltune.rundir import RunDir
 from skilltune.runfiles import Comparison, RunFileError, TrainConfig, Transfer
 from skilltune.store import REDACTED
@@ -29,8 +31,45 @@ _ENDED = {
 }
 
 
-def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> HeldOut:
+HELDOUT_SUFFIX = "-heldout"  # the --out of the compare command ``missing`` suggests: RUNDIR-heldout/
+
+
+def heldout_dir(run: RunDir) -> Path:
+    """Where the suggested ``skilltune compare`` writes (beside the run, so its rollouts never count
+    in the run's budgets)."""
+    return run.root.parent / f"{run.root.name}{HELDOUT_SUFFIX}"
+
+
+def run_comparison(run: RunDir, seed: str, best: str) -> tuple[Comparison | None, str, str]:
+    """The run's held-out comparison: its own comparison.json, else the one the suggested command
+    wrote beside it when that compared this run's seed and best (arms S0 and best by skill hash).
+    Returns (comparison, where it came from: "" for the run's own, else the folder's name, and a note
+    on a file beside the run that was not taken: damaged, or of another best)."""
+    if run.comparison.is_file():
+        return Comparison.read(run.comparison), "", ""
+    path = heldout_dir(run) / "comparison.json"
+    if not path.is_file():
+        return None, "", ""
+    where = f"{path.parent.name}/comparison.json"
+    try:
+        comparison = Comparison.read(path)
+    except RunFileError as exc:
+        return None, "", f"{where} could not be read ({exc})."
+    arms = {name: arm.skill_hash for name, arm in comparison.arms.items()}
+    if arms.get("S0") != seed or arms.get("best") != best:
+        tested = (arms.get("best") or "?")[:12]
+        return None, "", f"{where} compares another best skill ({tested}, not {best[:12]}): run it again."
+    return comparison, path.parent.name, ""
+
+
+def held_out(
+    comparison: Comparison, summary: RunSummary, with_ci: bool, records: Path, source: str = ""
+) -> HeldOut:
+    """The comparison as the report shows it; ``records``: the folder holding its rollouts (the
+    run's final/, or the compare's folder beside the run), read for trigger decisions per query."""
     vals = {"S0": summary.seed_val, "best": summary.best_val}
+    # trigger decisions per query from the records: not for a light read (the view's polls)
+    loads = decisions(records) if with_ci and any(arm.trigger for arm in comparison.arms.values()) else {}
     arms = []
     for name, arm in comparison.arms.items():
         value = {"hard": arm.hard_acc, "soft": arm.soft_acc}.get(comparison.metric, arm.mixed)
@@ -47,7 +86,8 @@ def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> Held
                 n_tasks=arm.n_tasks,
                 n_rollouts=arm.n_rollouts,
                 val=vals.get(name),
-                trigger=arm.trigger,
+                trigger=per_query(loads.get(arm.skill_hash, {})),
+                trigger_rollouts=arm.trigger,
             )
         )
     pairs = [
@@ -64,7 +104,7 @@ def held_out(comparison: Comparison, summary: RunSummary, with_ci: bool) -> Held
     ]
     return HeldOut(
         split=comparison.split, metric=comparison.metric, reps=comparison.reps,
-        contaminated=comparison.contaminated, arms=arms, pairs=pairs,
+        contaminated=comparison.contaminated, arms=arms, pairs=pairs, source=source,
     )  # fmt: skip
 
 
@@ -166,7 +206,7 @@ def _compare(config: TrainConfig, run: RunDir) -> str:
         "skilltune", "compare", config.suite, f"S0={run.seed_dir}", f"best={run.best_dir}",
         "--agent", config.agent, *_options("--agent-opt", config.agent_options),
         "--split", "test", "--reps", str(config.test_reps), "--seed", str(config.seed),
-        "--metric", config.metric, "--out", f"{run.root}-heldout",
+        "--metric", config.metric, "--out", str(heldout_dir(run)),
     ]  # fmt: skip
     if config.prompt_variant != "cheap":
         words += ["--prompt-variant", config.prompt_variant]

@@ -12,11 +12,25 @@ from pydantic import BaseModel, Field
 
 from skilltune.metric import Metric
 from skilltune.report.proposals import ProposalCounts, ProposalRow, total
+from skilltune.report.trigger import QueryTrigger
 from skilltune.rundir import TerminalState
 from skilltune.runfiles import CARRIED, AgentEvidence, Selection, Transfer
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
+
+
+def replaced_by(edits: list[str]) -> list[int | None]:
+    """For each edit (compact form, in the order applied), the position of the later edit that
+    replaced it, else None: a ``description`` edit sets the whole description, so a later one
+    replaces it (a step carried along a chain adds its description after the carried ones)."""
+    out: list[int | None] = [None] * len(edits)
+    last: int | None = None
+    for position in reversed(range(len(edits))):
+        if edits[position].startswith("description:"):
+            out[position] = last
+            last = position
+    return out
 
 
 class Interval(BaseModel):
@@ -51,13 +65,16 @@ class GateRound(BaseModel):
 
 
 class Citation(BaseModel):
-    """A train trajectory an edit cites: a clipped excerpt, and its conversation's path relative to
-    the run directory (None when the rollout is not in the run)."""
+    """A train trajectory an edit cites: the task as the agent was given it (clipped), the scorer's
+    feedback, a clipped excerpt of the agent's output, and its conversation's path relative to the
+    run directory (None when the rollout is not in the run)."""
 
     id: str
     task_id: str
     status: str = ""
     score: float | None = None
+    prompt: str = ""
+    feedback: str = ""
     excerpt: str = ""
     conversation: str | None = None
 
@@ -148,6 +165,21 @@ class UnitView(BaseModel):
         origins = self.origins if len(self.origins) == len(self.edits) else [self.index] * len(self.edits)
         return list(zip(origins, self.edits, strict=True))
 
+    @property
+    def edit_lines(self) -> list[tuple[int, str, int | None]]:
+        """Each edit with the step that proposed it and, for one a later edit of the list replaced (a
+        description carried along a chain, then rewritten), the step whose edit replaced it."""
+        origins = self.edit_origins
+        return [
+            (step, edit, None if later is None else origins[later][0])
+            for (step, edit), later in zip(origins, replaced_by(self.edits), strict=True)
+        ]
+
+    @property
+    def replaced(self) -> int:
+        """How many of ``edits`` a later one replaced: they are not in the candidate."""
+        return sum(1 for later in replaced_by(self.edits) if later is not None)
+
 
 class ArmView(BaseModel):
     name: str
@@ -158,7 +190,10 @@ class ArmView(BaseModel):
     n_tasks: int = 0
     n_rollouts: int = 0
     val: float | None = None  # the same skill's val score, when the run measured one
-    trigger: TriggerStats | None = None  # load decisions on the split's trigger tasks
+    # load decisions on the split's trigger tasks: each query once (its replicates' majority, from
+    # the records), and comparison.json's, one per rollout (shown when the records are not at hand)
+    trigger: QueryTrigger | None = None
+    trigger_rollouts: TriggerStats | None = None
 
 
 class PairView(BaseModel):
@@ -183,12 +218,16 @@ class TransferView(BaseModel):
 
 
 class HeldOut(BaseModel):
+    """The held-out comparison: the run's comparison.json, or (``source``, a folder beside the run)
+    the one the suggested ``skilltune compare`` of the run's seed and best wrote there."""
+
     split: str
     metric: Metric
     reps: int
     contaminated: bool
     arms: list[ArmView]
     pairs: list[PairView]
+    source: str = ""
 
     def pair(self, a: str, b: str) -> PairView | None:
         return next((p for p in self.pairs if p.a == a and p.b == b), None)

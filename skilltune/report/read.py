@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from skilltune.errors import UsageError
-from skilltune.report.heldout import held_out, missing, transfers
+from skilltune.report.heldout import held_out, heldout_dir, missing, run_comparison, transfers
 from skilltune.report.lineage import read_lineage
 from skilltune.report.model import (
     AuditFinding,
@@ -30,10 +30,12 @@ from skilltune.report.model import (
     UnitView,
 )
 from skilltune.report.rollouts import RolloutTally, read_rollouts
+from skilltune.report.sessions import unjournaled
 from skilltune.report.units import (
     ProposerUsage,
     SkillVersions,
     add_detail,
+    describe_pending,
     proposer_usage,
     set_origins,
     unit_view,
@@ -42,7 +44,6 @@ from skilltune.report.warnings import run_warnings
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
     AuditFile,
-    Comparison,
     JournalEvent,
     RunConfigFile,
     RunFileError,
@@ -99,7 +100,14 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         usage = proposer.get(view.name)
         view.proposal_counts = usage.proposals if usage is not None else None
     set_origins(units)
-    stages = _stages(journal, rollouts, proposer)
+    for position, view in enumerate(units):
+        if not view.finished and not light:  # what it is testing: its candidate and edits
+            done = [u for u in units[:position] if u.finished]
+            describe_pending(view, run.unit_dir(view.kind, view.index), done, seed_meta.hash)
+            if view.verdict == "unfinished" and view.edits:
+                view.reason += f"; its candidate holds {len(view.edits)} edit(s)"
+    asked = {name for name, usage in proposer.items() if usage.proposals is not None}
+    stages = _stages(journal, rollouts, proposer, [u.name for u in units], asked)
     seconds: defaultdict[str, float] = defaultdict(float)
     for stage in stages:
         seconds[stage.unit] += stage.seconds
@@ -124,10 +132,13 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
     if current is not None:
         summary.current = f"{current.name}: {current.decision}" if current.decision else current.name
         summary.eta_seconds = _eta(summary)
-    if run.comparison.is_file():
-        summary.held_out = held_out(Comparison.read(run.comparison), summary, with_ci=not light)
+    comparison, source, note = run_comparison(run, seed_meta.hash, summary.best)
+    if comparison is not None:
+        tested = heldout_dir(run) if source else run.final  # where the comparison's rollouts are
+        summary.held_out = held_out(comparison, summary, with_ci=not light, records=tested, source=source)
     else:
         summary.held_out_missing, summary.held_out_commands = missing(summary, config, run)
+        summary.held_out_missing = " ".join(filter(None, [summary.held_out_missing, note]))
     summary.transfers = transfers(run, {seed_meta.hash, summary.best})
     summary.totals = _totals(rollouts, units, proposer, active_seconds(journal), light)
     summary.budgets = _budgets(config, summary.totals)
@@ -145,8 +156,11 @@ def summarize(root: Path | str, depth: Depth = "detail") -> RunSummary:
         seed_stub = Candidate({seed_meta.main: ""}, seed_meta.main, seed_meta.kind, seed_meta.fallback_name)
         versions = SkillVersions(run, Candidate.load(run.seed_dir, seed_stub))
         for view in units:
-            versions.add(view.candidate, run.unit_dir(view.kind, view.index))
-        for view in summary.finished_units:
+            folder = run.unit_dir(view.kind, view.index)
+            if not view.finished and (folder / "candidate").is_dir():  # no record: its saved candidate
+                view.candidate = versions.load(folder)
+            versions.add(view.candidate, folder)
+        for view in units:
             add_detail(view, run, rollouts, versions)
     return summary
 
@@ -227,9 +241,14 @@ def _position(unit: UnitView, epoch_steps: int) -> tuple[int, bool]:
 
 
 def _stages(
-    journal: list[JournalEvent], rollouts: RolloutTally, proposer: dict[str, ProposerUsage]
+    journal: list[JournalEvent],
+    rollouts: RolloutTally,
+    proposer: dict[str, ProposerUsage],
+    order: list[str],
+    asked: set[str],
 ) -> list[StageCost]:
-    """Per (unit, stage): wall seconds from journal.jsonl's stage events, summed over sessions;
+    """Per (unit, stage): wall seconds from journal.jsonl's stage events, summed over sessions, and
+    the time a session spent in a stage it never journaled (stopped or killed in it: sessions.py);
     rollouts, tokens and USD of the records of the stage's phase, each rollout run counted once (a
     record read back from disk or copied from a shared cache costs nothing again); the proposer's
     tokens and calls from the unit's reflections.json or slow_update.json. So the stages add up to
@@ -240,6 +259,9 @@ def _stages(
             cost = found.setdefault((event.unit, event.stage), StageCost(unit=event.unit, stage=event.stage))
             cost.seconds = round(cost.seconds + event.seconds, 3)
             cost.calls = event.calls or 0
+    for unit, stage, seconds in unjournaled(journal, order, rollouts.phases.keys(), asked):
+        cost = found.setdefault((unit, stage), StageCost(unit=unit, stage=stage))
+        cost.seconds = round(cost.seconds + seconds, 3)
     for (unit, phase), tally in rollouts.phases.items():
         stage = "compare" if unit.startswith("epoch") and phase == "train" else _PHASE_STAGE.get(phase, phase)
         cost = found.setdefault((unit, stage), StageCost(unit=unit, stage=stage))

@@ -53,6 +53,7 @@ class TrainRollout:
     score: float | None
     output: str
     conversation: str
+    feedback: str = ""  # the scorer's feedback on it (score.json's, kept in its record)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class RolloutTally:
                 score=value,
                 output=f"{rel}/{record.files.output}",
                 conversation=f"{rel}/{record.files.conversation}",
+                feedback=record.score.feedback if record.score is not None else "",
             )
         if record.status in FAILURES:
             self.failures.append(FailedRollout(unit, task, record.status, record.reason or ""))

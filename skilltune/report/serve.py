@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from skilltune.errors import SkilltuneError, UsageError
+from skilltune.report.heldout import HELDOUT_SUFFIX
 from skilltune.report.model import RunSummary
 from skilltune.report.read import is_run, process_alive, summarize
 from skilltune.textfmt import usd
@@ -36,9 +37,11 @@ _WATCHED = ("journal.jsonl", "TERMINAL", "comparison.json", "results.tsv", "audi
 def fingerprint(run: Path) -> str:
     """Changes whenever the run moves on: its logs and end files, and whether its process lives."""
     parts = []
-    for name in _WATCHED:
+    # the comparison the report suggests making beside the run (RUNDIR-heldout/) shows in it too
+    beside = run.parent / f"{run.name}{HELDOUT_SUFFIX}" / "comparison.json"
+    for path in [*(run / name for name in _WATCHED), beside]:
         try:
-            st = (run / name).stat()
+            st = path.stat()
             parts.append(f"{st.st_size}.{st.st_mtime_ns}")
         except FileNotFoundError:
             parts.append("-")

@@ -6,8 +6,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from skilltune.report.model import RunSummary
-from skilltune.textfmt import duration, fmt
+from skilltune.report.model import BudgetLine, RunSummary
+from skilltune.textfmt import duration, fmt, signed
 
 STATE_STYLE = {
     "success": "bold green", "no-progress": "bold", "running": "bold blue", "stopped": "bold yellow",
@@ -38,10 +38,15 @@ def status_screen(s: RunSummary) -> RenderableType:
     if gain is not None:
         held = s.held_out
         split = held.split if held else "test"
+        source = f" (from {held.source}/comparison.json)" if held and held.source else ""
         facts.add_row(
             "held-out",
-            f"best - S0 on {split}: {gain.diff:+.3f} [{fmt(gain.low)}, {fmt(gain.high)}] ({gain.verdict})",
+            f"best - S0 on {split}: {gain.diff:+.3f} [{signed(gain.low)}, {signed(gain.high)}] ({gain.verdict})"
+            + source,
         )
+    triggers = [(a.name, a.trigger) for a in (s.held_out.arms if s.held_out else []) if a.trigger]
+    if triggers:  # trigger tasks: precision and recall, each query counted once
+        facts.add_row("trigger", "\n".join(f"{name} {stats.line()}" for name, stats in triggers))
     own = next((t.table for t in s.transfers if t.own and t.table is not None), None)
     if own is not None:  # several agents: each one's held-out difference (final/transfer.json)
         facts.add_row(
@@ -62,7 +67,7 @@ def status_screen(s: RunSummary) -> RenderableType:
     spent = f"{t.rollouts:,} rollouts, {t.tokens:,} tokens, ${t.usd:.2f}, {duration(t.seconds)} wall"
     facts.add_row("spent", spent + (f" ({t.cached:,} rollouts from the cache)" if t.cached else ""))
     for line in s.budgets:
-        facts.add_row(f"budget {line.name}", f"{line.left:,.6g} left of {line.limit:,.6g}")
+        facts.add_row(f"budget {line.name}", _budget_left(line))
     if not s.budgets:
         facts.add_row("budget", "none set")
     failures: dict[str, int] = {}
@@ -123,3 +128,15 @@ def _agent_note(diff: float | None, p_value: float | None, *, veto: bool) -> str
     if veto:
         parts.append("vetoes a keep (--agents-gate no-worse)")
     return ", ".join(parts)
+
+
+def _budget_left(line: BudgetLine) -> str:
+    """What is left of a budget (hours as a duration); a unit may run past it (budgets are checked
+    before each unit): then none is left, and by how much it went over."""
+
+    def show(value: float) -> str:
+        return duration(value * 3600) if line.name == "hours" else f"{value:,.6g}"
+
+    if line.left < 0:
+        return f"none left of {show(line.limit)} (over by {show(-line.left)})"
+    return f"{show(line.left)} left of {show(line.limit)}"

@@ -4,11 +4,13 @@ diff, the proposer's edits with their rationale and the trajectories they cite."
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from skilltune.propose.merge import MergeResult
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
 from skilltune.report.proposals import ProposalCounts, counts, ranked
 from skilltune.report.rollouts import RolloutTally
@@ -17,6 +19,7 @@ from skilltune.runfiles import Figures, ReflectionsFile, Round, SlowUpdateFile, 
 from skilltune.skill import Candidate
 
 EXCERPT_CHARS = 600
+PROMPT_CHARS = 400  # of the task a cited trajectory was given
 DIFF_LINES = 400
 PAIRED_Z = 1.645
 
@@ -111,6 +114,37 @@ def set_origins(units: list[UnitView]) -> None:
             view.origins = origins[view.index]
 
 
+def describe_pending(view: UnitView, folder: Path, before: list[UnitView], seed: str) -> None:
+    """What a unit without a record (running, or the one a run ended in) is testing, from its folder:
+    the candidate it saved (candidate/), its incumbent (the last keep before it, else the seed), and
+    its edits: those it carried from the step before (a step carried on ungated) and its own
+    (reflections.json's with several asks, merged_patch.json's with one). ``before``: the finished
+    units before it, in run order, their origins set."""
+    view.parent = next((u.candidate for u in reversed(before) if u.verdict == "keep"), seed)
+    if not (folder / "candidate").is_dir():
+        return
+    own = _own_edits(folder)
+    last = before[-1] if before else None
+    if view.kind == "step" and last is not None and last.kind == "step" and last.carried_on:
+        view.carried, view.carried_edits = last.index, len(last.edits)
+        view.edits = [*last.edits, *own]
+        view.origins = [*(step for step, _ in last.edit_origins), *[view.index] * len(own)]
+    else:
+        view.edits = own
+
+
+def _own_edits(folder: Path) -> list[str]:
+    """The edits a unit's candidate/ holds of its own (compact forms)."""
+    reflections, merged = folder / "reflections.json", folder / "merged_patch.json"
+    answer = ReflectionsFile.read(reflections) if reflections.is_file() else None
+    if answer is not None and answer.proposals:  # several asks: ``edits`` are the candidate's own
+        return [e.compact() for e in answer.edits]
+    if merged.is_file():
+        result = MergeResult.model_validate_json(merged.read_text(encoding="utf-8"))
+        return [m.edit.compact() for m in result.kept]
+    return [e.compact() for e in answer.edits] if answer is not None else []
+
+
 def _round(rnd: Round) -> GateRound:
     figures = rnd.statistic.figures() if rnd.statistic is not None else Figures()
     return GateRound.model_validate({**rnd.model_dump(exclude={"statistic"}), **figures.model_dump()})
@@ -139,6 +173,12 @@ class SkillVersions:
         self.seed = seed
         self._folders: dict[str, Path] = {}
         self._loaded: dict[str, Candidate] = {seed.hash: seed}
+
+    def load(self, folder: Path) -> str:
+        """The hash of the unit's candidate/ at ``folder`` (a unit without a record names none)."""
+        candidate = Candidate.load(folder / "candidate", self.seed)
+        self._loaded.setdefault(candidate.hash, candidate)
+        return candidate.hash
 
     def add(self, candidate_hash: str, folder: Path) -> None:
         if (folder / "candidate").is_dir():
@@ -218,11 +258,28 @@ def _citation(support: str, unit: str, root: Path, rollouts: RolloutTally | None
         return Citation(id=support, task_id=task_id or support)
     output = root / found.output
     excerpt = clip(output.read_text(encoding="utf-8", errors="replace")) if output.is_file() else ""
+    conversation = root / found.conversation
     return Citation(
         id=support,
         task_id=task_id,
         status=found.status,
         score=found.score,
+        prompt=clip(_task_prompt(conversation), PROMPT_CHARS),
+        feedback=clip(found.feedback),
         excerpt=excerpt,
-        conversation=found.conversation if (root / found.conversation).is_file() else None,
+        conversation=found.conversation if conversation.is_file() else None,
     )
+
+
+def _task_prompt(conversation: Path) -> str:
+    """The task as the agent was given it: conversation.json's first user message ("" when the
+    file is missing or not a list of messages)."""
+    try:
+        messages = json.loads(conversation.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(messages, list):
+        return ""
+    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    content = first.get("content") if first is not None else None
+    return content if isinstance(content, str) else ""

@@ -19,7 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skilltune.report import summarize
+from skilltune.report.model import replaced_by
 from skilltune.report.proposals import counts, total
+from skilltune.report.trigger import decisions, per_query
 from skilltune.report.units import step_origins
 from skilltune.report.warnings import ending_warnings
 from skilltune.review.lineage import History, unit_name
@@ -168,6 +170,13 @@ def _deltas(history: History, comparison: Comparison | None, seed_val: float | N
             f"{pair.n_tasks} tasks): {pair.a} {fmt(a)} -> {pair.b} {fmt(b)}: "
             f"{signed(pair.diff)}, 95% CI {ci}, p {p} ({pair.verdict})"
         )
+    loads = decisions(history.run.final) if any(a.trigger for a in comparison.arms.values()) else {}
+    shown = [(name, per_query(loads.get(arm.skill_hash, {}))) for name, arm in comparison.arms.items()]
+    if any(stats for _, stats in shown):
+        out.append(
+            f"- **Trigger** ({comparison.split}, each query once, by its replicates' majority; 95% Wilson "
+            "over queries): " + "; ".join(f"{name} {stats.line()}" for name, stats in shown if stats)
+        )
     best = comparison.arms.get("best")
     test = best.metric(comparison.metric) if best is not None else None
     if test is not None and best_val is not None:
@@ -190,7 +199,9 @@ def _kinds(history: History, unit: UnitRecord) -> Counter[str]:
     by_text = {e.text: e.kind for e in proposed}
     out: Counter[str] = Counter()
     texts = unit.edit_texts or [""] * len(unit.edits)
-    for compact, text in zip(unit.edits, texts, strict=False):
+    for compact, text, later in zip(unit.edits, texts, replaced_by(unit.edits), strict=False):
+        if later is not None:  # a description a later one of the list replaced: not in the candidate
+            continue
         op = _op(compact)
         kind = by_text.get(text)
         out[f"{kind} {op}" if kind and op not in ("slow-update", "rewrite") else op] += 1
@@ -207,6 +218,10 @@ def _edits(history: History) -> list[str]:
     def kept_line(unit: UnitRecord, i: int, edit: str) -> str:
         origin = origins.get(unit.index, []) if unit.kind == "step" else []
         source = f", from step {origin[i]}" if i < len(origin) and origin[i] != unit.index else ""
+        later = replaced_by(unit.edits)[i]
+        if later is not None:  # a description carried along the chain, then rewritten
+            by = origin[later] if later < len(origin) else unit.index
+            return f"  - {unit.kind} {unit.index}{source}: replaced by step {by}'s: ~~{one_line(edit, 100)}~~"
         return f"  - {unit.kind} {unit.index}{source}: {one_line(edit, 120)}"
 
     def kinds(units: list[UnitRecord]) -> str:

@@ -25,11 +25,12 @@ from pydantic import BaseModel, Field
 
 from skilltune.errors import UsageError
 from skilltune.metric import Metric
+from skilltune.report.heldout import run_comparison
 from skilltune.review.leakage import words
 from skilltune.review.lineage import History, Hunk, apply_hunks, hunks
 from skilltune.rollout.workspace import git
 from skilltune.rundir import RunDir
-from skilltune.runfiles import AuditFile, Comparison, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
+from skilltune.runfiles import AuditFile, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
 from skilltune.store import write_text
 
 HunkStatus = Literal["clean", "present", "conflict"]
@@ -132,7 +133,8 @@ def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> Prom
         if diff:
             files[str(live.where(rel))] = new_text
             patch += diff
-    comparison = Comparison.read(run.comparison) if run.comparison.is_file() else None
+    # the run's own held-out test, or the compare its report suggests, written beside it (RUNDIR-heldout/)
+    comparison = run_comparison(run, history.seed.hash, history.best.hash)[0]
     plan = PromotePlan(
         run=str(run.root),
         live=str(Path(to)),

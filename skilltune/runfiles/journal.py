@@ -92,15 +92,21 @@ def parse_event(raw: Any, what: str) -> JournalEvent:
 
 def active_seconds(journal: Iterable[JournalEvent]) -> float:
     """Wall time over every session, each ending at its last journal event (a kill leaves no
-    session_end): what the time budget counts and what reports show."""
+    session_end): what the time budget counts and what reports show.
+
+    ``resume`` writes its event before the new session's ``session_start``: it opens the new
+    session, so the pause between two sessions (a night between a stop and its resume) is never
+    counted as the earlier session's time."""
     total = 0.0
     start = last = None
+    opened = False  # the last event was a resume: the session_start that follows is that session's
     for event in journal:
         ts = datetime.fromisoformat(event.ts)
-        if isinstance(event, SessionStart):
+        if isinstance(event, SessionStart | Resumed) and not (opened and isinstance(event, SessionStart)):
             if start is not None and last is not None:
                 total += (last - start).total_seconds()
             start = ts
+        opened = isinstance(event, Resumed)
         last = ts
     if start is not None and last is not None:
         total += (last - start).total_seconds()

@@ -19,7 +19,7 @@ from skilltune.rundir import TerminalState
 from skilltune.runfiles import Comparison, UnitRecord
 from skilltune.skill import Candidate
 from skilltune.textfmt import count, fmt
-from skilltune.training.budget import records_run
+from skilltune.training.budget import BudgetExhausted, records_run
 from skilltune.training.context import RunContext
 from skilltune.training.gating import write_best
 from skilltune.training.units import incumbent
@@ -44,12 +44,7 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
         with ctx.stage("final", "compare") as info:
             comparison = final_comparison(ctx, best)
             info["rollouts"] = sum(a.n_rollouts for a in comparison.arms.values())
-        pair = comparison.pairs[0]
-        arms = comparison.arms
-        reason += (
-            f"; test {comparison.metric} S0 {fmt(arms['S0'].mixed)} -> best {fmt(arms['best'].mixed)}"
-            f" ({pair.verdict})"
-        )
+        reason += "; " + headline(comparison)
     state: TerminalState = "success"
     if stopped_early:
         state, reason = "no-progress", f"{ctx.config.patience} discards in a row after {reason}"
@@ -57,12 +52,44 @@ def finish(ctx: RunContext, done: list[UnitRecord], stopped_early: bool) -> None
     ctx.run.write_terminal(state, reason)
 
 
+def headline(comparison: Comparison) -> str:
+    """``test hard S0 0.500 -> best 0.929 (b_better)``: the arms' scores on the comparison's metric,
+    the one it names (TERMINAL's line, which the CLI, report, status and findings show)."""
+    pair = comparison.pairs[0]
+    a, b = (comparison.arms[arm].metric(comparison.metric) for arm in (pair.a, pair.b))
+    return f"{comparison.split} {comparison.metric} {pair.a} {fmt(a)} -> {pair.b} {fmt(b)} ({pair.verdict})"
+
+
+def test_before_exhausted(ctx: RunContext, done: list[UnitRecord], exhausted: BudgetExhausted) -> None:
+    """A run whose budget cannot pay for its next unit still tests the best skill kept so far when
+    the budget covers the held-out test (a rollout budget short of a unit, not of the test): it
+    raises ``exhausted`` again with the test's headline. Returns when there is nothing to test (no
+    keep, no test split) or the budget does not cover it; TERMINAL then says exhausted as before.
+    A resume that keeps more tests again (``final_comparison`` redoes a memo of another best)."""
+    best = incumbent(ctx.run, done, ctx.seed)
+    if best.hash == ctx.seed.hash or not ctx.suite.has_split("test"):
+        return
+    try:
+        ctx.budget.check(ctx.run, ctx.plan.final, len(records_run(ctx.run.final)))
+    except BudgetExhausted:
+        return
+    ctx.progress.phase = "test"
+    with ctx.stage("final", "compare") as info:
+        comparison = final_comparison(ctx, best)
+        info["rollouts"] = sum(a.n_rollouts for a in comparison.arms.values())
+    raise BudgetExhausted(f"{exhausted}; the best so far tested: {headline(comparison)}") from None
+
+
 def final_comparison(ctx: RunContext, best: Candidate) -> Comparison:
-    """S0 and best on test with ``test_reps`` replicates (comparison.json is its memo). With several
+    """S0 and best on test with ``test_reps`` replicates (comparison.json is its memo, unless it
+    tested another best: a run tested when its budget ran out, then resumed and kept more). With several
     agents, first each one's comparison and the skill x agent table (``final/<label>/comparison.json``,
     ``final/transfer.json``, as ``skilltune compare`` writes them); comparison.json pairs the units."""
     if ctx.run.comparison.is_file():
-        return Comparison.read(ctx.run.comparison)
+        memo = Comparison.read(ctx.run.comparison)
+        tested = memo.arms.get("best")
+        if tested is not None and tested.skill_hash == best.hash:
+            return memo
     arms = {"S0": ctx.seed, "best": best}
     tasks = ctx.suite.tasks("test")
     jobs = [

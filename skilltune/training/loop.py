@@ -18,10 +18,10 @@ from skilltune.runfiles import CARRIED, UnitRecord
 from skilltune.store import write_text
 from skilltune.suite import load_suite
 from skilltune.textfmt import fmt
-from skilltune.training.budget import records_run
+from skilltune.training.budget import BudgetExhausted, records_run
 from skilltune.training.context import RunContext
 from skilltune.training.epoch import run_epoch_update
-from skilltune.training.final import finish
+from skilltune.training.final import finish, test_before_exhausted
 from skilltune.training.session import BlockedError
 from skilltune.training.step import run_step
 from skilltune.training.units import best_val, discard_streak, finished
@@ -49,7 +49,11 @@ def _run_units(ctx: RunContext) -> None:
         ctx.session.check_stop()
         _check_suite(ctx)
         need = ctx.plan.step if unit.kind == "step" else ctx.plan.epoch
-        ctx.budget.check(ctx.run, need, len(records_run(unit.folder(ctx.run))))
+        try:
+            ctx.budget.check(ctx.run, need, len(records_run(unit.folder(ctx.run))))
+        except BudgetExhausted as exc:
+            test_before_exhausted(ctx, done, exc)  # the held-out test of what was kept, if affordable
+            raise
         record = run_step(ctx, unit, done) if unit.kind == "step" else run_epoch_update(ctx, unit, done)
         done.append(record)
         _refresh(ctx, done)
