@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from skilltune.rollout.tally import unit_id
+from skilltune.rollout.tally import unit_of
 from skilltune.runfiles import RolloutRecord
 from skilltune.score.trigger import Proportion
 
@@ -65,7 +65,7 @@ def decisions(folder: Path) -> dict[str, dict[str, list[tuple[bool, bool]]]]:
         checks = set(record.score.checks) if record.score is not None else set()
         if record.skill_loaded is None or not checks & {RIGHT, WRONG}:
             continue  # not a trigger task, or no decision
-        out[record.candidate][unit_id(record)].append((record.skill_loaded, RIGHT in checks))
+        out[record.candidate][str(unit_of(record))].append((record.skill_loaded, RIGHT in checks))
     return out
 
 
