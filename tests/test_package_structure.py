@@ -142,7 +142,8 @@ def test_module_is_small_and_says_what_it_is(path: Path) -> None:
 # without tests is noticed.
 TESTED_ELSEWHERE: dict[str, tuple[str, str]] = {
     "skilltune.propose.asks": ("test_groups.py", "a step's asks, planned from the failure groups"),
-    "skilltune.training.screen": ("test_proposals.py", "each proposal screened, the bundle, leave-one-out"),
+    "skilltune.training.screen": ("test_proposals.py", "each rule screened on its train targets"),
+    "skilltune.training.select": ("test_proposals.py", "the bundle of the rules that work, leave-one-out"),
     "skilltune": ("test_startup.py", "the lazy public API: what `import skilltune` loads and when"),
     "skilltune.agents": ("test_agent_plumbing.py", "the backend registry, through the backends it finds"),
     "skilltune.agents.base": ("test_agent_plumbing.py", "the plumbing every CLI backend shares"),

@@ -136,17 +136,21 @@ class CarryPolicy:
         if carried is not None and carried.pending and self.mode == "run" and not last:
             # a step that adds nothing leaves the carried candidate as it was, for a later step to build on
             alone = replace(
-                draft, edits=draft.edits[: draft.carried_edits], edit_texts=draft.edit_texts[: draft.carried_edits]
-            )  # fmt: skip
+                draft,
+                edits=draft.edits[: draft.carried_edits],
+                edit_texts=draft.edit_texts[: draft.carried_edits],
+            )
             why = f" ({reason.removeprefix('screen: ')})" if reason else ""
             said = f"{CARRIED} on: this step adds nothing{why}; step {carried.record.index}'s candidate as it was"
             return CarryOn(carried.candidate, alone, said)
         if carried is not None and carried.pending:  # the carried candidate is gated now, as it was
             own_note = f"the step's own candidate {reason.removeprefix('screen: ')}; " if reason else ""
             alone = replace(
-                draft, edits=draft.edits[: draft.carried_edits], edit_texts=draft.edit_texts[: draft.carried_edits],
+                draft,
+                edits=draft.edits[: draft.carried_edits],
+                edit_texts=draft.edit_texts[: draft.carried_edits],
                 note=f"{own_note}the candidate carried from step {carried.record.index} gated: ",
-            )  # fmt: skip
+            )
             return Gate(carried.candidate, alone)
         return Discard(draft.parent, draft, decision, reason)
 

@@ -115,10 +115,18 @@ def _answer(
     asked = ask_packet(packet, ask, seed, spent, reask=attempt > 0)
     vetted = vet_edits(ctx.proposer.propose(asked), asked, batch=packet)  # patterns: the whole batch
     answer = AskFile(
-        index=ask.index, kind=ask.kind, label=ask.label, focus_key=ask.focus.key if ask.focus else None,
-        attempt=attempt, temperature=asked.temperature, edits=vetted.edits, files=vetted.files,
-        calls=vetted.calls, notes=vetted.notes, dropped=vetted.dropped,
-    )  # fmt: skip
+        index=ask.index,
+        kind=ask.kind,
+        label=ask.label,
+        focus_key=ask.focus.key if ask.focus else None,
+        attempt=attempt,
+        temperature=asked.temperature,
+        edits=vetted.edits,
+        files=vetted.files,
+        calls=vetted.calls,
+        notes=vetted.notes,
+        dropped=vetted.dropped,
+    )
     answer.write(path)
     return answer
 

@@ -43,7 +43,7 @@ from skilltune.training.context import RunContext
 from skilltune.training.gating import Draft, close, gate_unit, precheck
 from skilltune.training.proposals import gather
 from skilltune.training.rollouts import Records, replicate_base
-from skilltune.training.screen import Choice, choose
+from skilltune.training.select import Choice, choose
 from skilltune.training.session import BlockedError
 from skilltune.training.units import Unit, incumbent
 
