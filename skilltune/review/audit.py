@@ -24,7 +24,7 @@ from pathlib import Path
 from skilltune.errors import UsageError
 from skilltune.propose.edit import protected_blocks
 from skilltune.propose.merge import edit_key
-from skilltune.review.leakage import NGRAM, Secrets, search, train_quotes
+from skilltune.review.leakage import NGRAM, Secrets, documents, search, train_quotes
 from skilltune.review.lineage import History, unit_name
 from skilltune.rundir import RunDir
 from skilltune.runfiles import (
@@ -34,7 +34,6 @@ from skilltune.runfiles import (
     Comparison,
     ReflectionsFile,
     RolloutRecord,
-    SlowUpdateFile,
     Verdict,
 )
 from skilltune.skill import Candidate
@@ -108,45 +107,12 @@ def _records(run: RunDir) -> Iterator[tuple[str, RolloutRecord]]:
 
 
 # --- leak ---------------------------------------------------------------------------------------
-def _documents(history: History) -> Iterator[tuple[str, str]]:
-    """(where, text) of everything a proposer read or wrote, the memory, and every skill version."""
-    run = history.run
-    for path in sorted(run.steps.glob("*/reflections.json")):
-        rel = path.relative_to(run.root).as_posix()
-        reflections = ReflectionsFile.read(path)
-        for i, call in enumerate(reflections.calls):
-            yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
-            yield f"{rel} calls[{i}] ({call.role}) response", call.response
-        for i, edit in enumerate(reflections.edits):
-            yield f"{rel} edits[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
-        for i, dropped in enumerate(reflections.dropped):  # proposer output too, though never applied
-            edit = dropped.edit
-            yield f"{rel} dropped[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
-        for name, text in sorted((reflections.files or {}).items()):
-            yield f"{rel} files[{name}]", text
-    for path in sorted(run.steps.glob("*/slow_update.json")):
-        rel = path.relative_to(run.root).as_posix()
-        update = SlowUpdateFile.read(path)
-        for i, call in enumerate(update.calls):
-            yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
-            yield f"{rel} calls[{i}] ({call.role}) response", call.response
-        yield f"{rel} guidance", update.guidance
-    if run.meta.is_file():
-        yield "META.md", run.meta.read_text(encoding="utf-8")
-    for name, candidate in history.saved.items():
-        for file, text in sorted(candidate.files.items()):
-            yield f"steps/{name}/candidate/{file}", text
-    if run.best_dir.is_dir():
-        for file, text in sorted(Candidate.load(run.best_dir, history.seed).files.items()):
-            yield f"best_skill/{file}", text
-
-
 def _leaks(history: History, suite: Suite) -> tuple[list[AuditFinding], dict[str, int], list[str]]:
     secrets = Secrets.of(suite, history.seed.files.values())
     findings = []
-    documents = 0
-    for where, text in _documents(history):
-        documents += 1
+    read = 0
+    for where, text in documents(history):
+        read += 1
         hit = search(secrets, text)
         if hit is None:
             continue
@@ -171,7 +137,7 @@ def _leaks(history: History, suite: Suite) -> tuple[list[AuditFinding], dict[str
         notes.append(
             f"task ids too short or numeric to search for: {', '.join(sorted(secrets.unsearched_ids)[:10])}"
         )
-    searched = {"documents": documents, "passages": len(secrets.grams), "ids": len(secrets.ids)}
+    searched = {"documents": read, "passages": len(secrets.grams), "ids": len(secrets.ids)}
     return findings, searched, notes
 
 

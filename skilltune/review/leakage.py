@@ -24,7 +24,8 @@ from typing import Any
 
 from skilltune.propose.quotes import RUN_WORDS, Gram, TrainPrompts, passages, windows, words
 from skilltune.review.lineage import History, hunks
-from skilltune.runfiles import AuditFinding
+from skilltune.runfiles import AuditFinding, ReflectionsFile, SlowUpdateFile
+from skilltune.skill import Candidate
 from skilltune.store import iter_tree
 from skilltune.suite import Suite, Task
 from skilltune.textfmt import one_line
@@ -188,3 +189,36 @@ def train_quotes(history: History, suite: Suite) -> tuple[list[AuditFinding], in
             )
         )
     return found, len(train)
+
+
+def documents(history: History) -> Iterator[tuple[str, str]]:
+    """(where, text) of everything a proposer read or wrote, the memory, and every skill version."""
+    run = history.run
+    for path in sorted(run.steps.glob("*/reflections.json")):
+        rel = path.relative_to(run.root).as_posix()
+        reflections = ReflectionsFile.read(path)
+        for i, call in enumerate(reflections.calls):
+            yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
+            yield f"{rel} calls[{i}] ({call.role}) response", call.response
+        for i, edit in enumerate(reflections.edits):
+            yield f"{rel} edits[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
+        for i, dropped in enumerate(reflections.dropped):  # proposer output too, though never applied
+            edit = dropped.edit
+            yield f"{rel} dropped[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
+        for name, text in sorted((reflections.files or {}).items()):
+            yield f"{rel} files[{name}]", text
+    for path in sorted(run.steps.glob("*/slow_update.json")):
+        rel = path.relative_to(run.root).as_posix()
+        update = SlowUpdateFile.read(path)
+        for i, call in enumerate(update.calls):
+            yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
+            yield f"{rel} calls[{i}] ({call.role}) response", call.response
+        yield f"{rel} guidance", update.guidance
+    if run.meta.is_file():
+        yield "META.md", run.meta.read_text(encoding="utf-8")
+    for name, candidate in history.saved.items():
+        for file, text in sorted(candidate.files.items()):
+            yield f"steps/{name}/candidate/{file}", text
+    if run.best_dir.is_dir():
+        for file, text in sorted(Candidate.load(run.best_dir, history.seed).files.items()):
+            yield f"best_skill/{file}", text
