@@ -82,8 +82,8 @@ def test_train_with_the_claude_proposer_prompts_match_the_golden_files(
         result = train(
             MOCK_SUITE, MOCK_SKILL, tag="cp", runs_dir=str(tmp_path / "runs"), proposer="claude",
             proposer_options={"model": MODEL}, agent_options={"crn": True}, max_steps=2, gate="strict",
-            reporter=PlainReporter(quiet=True),
-        )  # fmt: skip
+            proposals=1, carry="off", reporter=PlainReporter(quiet=True),
+        )  # fmt: skip  (one whole-batch ask a step, each step gated: the golden prompts' shape)
     run = tmp_path / "runs" / "cp"
     assert result.state == "success", result.reason
     rows = [line.split("\t") for line in (run / "results.tsv").read_text().splitlines()[1:]]
