@@ -36,13 +36,12 @@ def _quiet() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
-    """The mock demo with `make demo`'s settings (8 steps, seed 1, the default alpha) but one ask a step:
-    the shape the planted faults need (a gated reject at step 5, and steps after it). A run with several
-    asks a step is audited in tests/test_proposals.py."""
+    """The mock demo with `make demo`'s settings (8 steps, seed 1, the default alpha) but one ask a step
+    and `--carry screen`: the shape the planted faults need (a gated reject at step 5, and steps after
+    it). A run with several asks a step is audited in tests/test_proposals.py."""
     runs = tmp_path_factory.mktemp("runs")
-    result = train(
-        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), max_steps=8, seed=1, proposals=1, **_quiet()
-    )
+    settings = {"max_steps": 8, "seed": 1, "proposals": 1, "carry": "screen"}
+    result = train(MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), **settings, **_quiet())
     assert result.state == "success" and result.kept >= 1
     return RunDir(runs / "demo")
 
@@ -122,7 +121,7 @@ def test_a_val_prompt_in_an_edit_dropped_before_the_merge_is_flagged(run_copy: R
     ["contract-drift", "agent-drift", "contaminated-gate", "rejected-edit", "best-lineage", "unsealed"],
 )
 def test_each_planted_fault_raises_its_own_finding(run_copy: RunDir, check: str) -> None:
-    # Step 5 is the demo's gated reject (under the default --carry screen, steps 1-3 carry their
+    # Step 5 is the demo's gated reject (under --carry screen, steps 1-3 carry their
     # candidates ungated and step 4 keeps them)
     gate_records = sorted(run_copy.unit_dir("step", 5).glob("rollouts/gate/*/*/record.json"))
     assert gate_records

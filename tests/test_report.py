@@ -183,7 +183,8 @@ def test_held_out_command_asks_for_a_redacted_secret_rather_than_sending_the_mar
 def test_no_held_out_comparison_says_why_and_its_commands_make_one(tmp_path: Path) -> None:
     """A run out of budget after a kept step: the page says the budget ran out before the held-out
     test, and each command it gives makes the comparison (resume with the budget raised; compare)."""
-    run = train_demo(tmp_path / "runs", tag="poor", budget_rollouts=1100)
+    # after step 1 (618 rollouts) neither step 2 (848) nor the held-out test (2 arms x 14 tasks x 20) fits
+    run = train_demo(tmp_path / "runs", tag="poor", budget_rollouts=900, test_reps=20)
     s = summarize(run)
     assert s.state == "exhausted" and s.kept >= 1 and s.held_out is None
     assert s.held_out_missing.startswith("The run ran out of budget (rollout budget: ")

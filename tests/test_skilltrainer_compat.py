@@ -396,8 +396,9 @@ def test_rubric_receipts_and_failure_classes_reach_the_proposer(tmp_path: Path) 
     (skill / "SKILL.md").write_text("---\nname: sql\ndescription: d\n---\n\n- Write one query.\n")
     result = train(root, skill / "SKILL.md", tag="sql", runs_dir=str(tmp_path / "runs"), max_steps=1, seed=0)
     reflections = ReflectionsFile.read(Path(result.run_dir) / "steps" / "step_0001" / "reflections.json")
-    prompt = reflections.calls[0].prompt
-    assert "<checks>\nran, rows:12!=9, symptom:ghost-rows\n</checks>" in prompt
+    prompt = reflections.calls[0].prompt  # a focused ask on the group the symptom names
+    assert "2 of them failed the same way: symptom: ghost-rows." in prompt
+    assert "what went wrong: ran, rows:12!=9, symptom:ghost-rows" in prompt
     assert "FAILURE-CLASS-MARKER" in prompt
     # the rubric fails every rollout whatever the skill says: the rule is screened out, not kept
     proposed = [e.text for p in reflections.proposals for e in p.edits]
