@@ -146,7 +146,8 @@ def test_a_steps_proposals_render_as_a_ranked_table(demo: Path) -> None:
         badges = table.locator(".badge").all_inner_texts()
         assert sorted(badges) == sorted(p.status for p in reflections.proposals)
         assert badges[0] == "kept"  # kept first
-        row = page.locator(f'[id="step-{index}-ask-{fixed.index}.{fixed.rule + 1}"]')  # ask.rule, counted from 1
+        name = f"{fixed.index}.{fixed.rule + 1}"  # ask.rule, counted from 1
+        row = page.locator(f'[id="step-{index}-ask-{name}"]')
         tasks = row.locator("details.tasks").first
         assert not tasks.locator("div").first.is_visible()
         tasks.locator("summary").click()

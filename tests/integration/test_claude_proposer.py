@@ -76,6 +76,7 @@ def test_train_with_the_claude_proposer_prompts_match_the_golden_files(
     for var in ("CLAUDE_CONFIG_DIR", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"):
         monkeypatch.delenv(var, raising=False)
     # the scenario answers requests with tools (none come: the proposer runs claude without tools)
+    # one whole-batch ask a step, each step gated: the golden prompts' shape
     with FakeModelServer(lambda request: Reply(text="unexpected"), side=analyst) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
@@ -83,7 +84,7 @@ def test_train_with_the_claude_proposer_prompts_match_the_golden_files(
             MOCK_SUITE, MOCK_SKILL, tag="cp", runs_dir=str(tmp_path / "runs"), proposer="claude",
             proposer_options={"model": MODEL}, agent_options={"crn": True}, max_steps=2, gate="strict",
             proposals=1, carry="off", reporter=PlainReporter(quiet=True),
-        )  # fmt: skip  (one whole-batch ask a step, each step gated: the golden prompts' shape)
+        )  # fmt: skip
     run = tmp_path / "runs" / "cp"
     assert result.state == "success", result.reason
     rows = [line.split("\t") for line in (run / "results.tsv").read_text().splitlines()[1:]]
