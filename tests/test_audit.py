@@ -40,8 +40,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     and `--carry screen`: the shape the planted faults need (a gated reject at step 5, and steps after
     it). A run with several asks a step is audited in tests/test_proposals.py."""
     runs = tmp_path_factory.mktemp("runs")
-    settings = {"max_steps": 8, "seed": 1, "proposals": 1, "carry": "screen"}
-    result = train(MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs), **settings, **_quiet())
+    result = train(
+        MOCK_SUITE, MOCK_SKILL, tag="demo", runs_dir=str(runs),
+        max_steps=8, seed=1, proposals=1, carry="screen", **_quiet(),
+    )  # fmt: skip
     assert result.state == "success" and result.kept >= 1
     return RunDir(runs / "demo")
 
