@@ -6,7 +6,7 @@ a step asks ``N`` times, *focused* asks about the failure groups of the batch (p
 one per group, largest first, then round the groups again while asks are left, each repeat at
 ``SAMPLE_TEMPERATURE`` with a seed of its own (a group's answers must be able to differ: with a
 1.5B analyst a third of the answers held no rule, and the same question asked again gave the usable
-ones). The prompt holds that group's failed trajectories and a couple of passing ones, and asks for
+ones). The prompt holds a few of that group's failures in plain words and asks for
 one or two rules. Each rule of an answer is screened on its own by the step; the loop, not the
 analyst, decides which guesses are good. A batch without failures asks nothing. Independent
 *samples* of the whole batch cost a third of the screen's rollouts and half the calls in the
