@@ -40,7 +40,7 @@ from skilltune.agents.base import AgentRequest, AgentResult, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
 from skilltune.agents.skillload import CLAUDE
-from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
+from skilltune.agents.transcript import assistant_blocks, content_text, stream_result, tool_result_messages
 from skilltune.process import ProcessOutcome
 
 # Pre-approved besides workspace edits. In -p mode a tool that needs approval is denied, not
@@ -252,34 +252,18 @@ def interpret_stream(
             if isinstance(message.get("usage"), dict):
                 usage_by_turn[turn] = message["usage"]
             model = _model_name(message.get("model")) or model
-            for block in content if isinstance(content, list) else [{"type": "text", "text": content}]:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "text" and str(block.get("text", "")).strip():
-                    last_text = str(block["text"])
-                    messages.append(Message(role="assistant", content=last_text))
-                elif block.get("type") == "tool_use":
-                    tool_names[str(block.get("id"))] = str(block.get("name"))
-                    messages.append(tool_call_message(block.get("name"), block.get("input", {})))
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            said, text = assistant_blocks(blocks, tool_names)
+            messages += said
+            last_text = text or last_text
         elif kind == "user":
-            content = (event.get("message") or {}).get("content")
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    name = tool_names.get(str(block.get("tool_use_id")), "tool")
-                    text = content_text(block.get("content"))
-                    messages.append(tool_result_message(name, text, error=bool(block.get("is_error"))))
+            messages += tool_result_messages((event.get("message") or {}).get("content"), tool_names)
         elif kind == "result":
             result = event
         elif more_events and str(kind) in more_events:
             messages.extend(more_events[str(kind)](event))
     saw_turn = bool(turn_ids)
-    found = AgentResult(
-        status="ok",
-        events=events,
-        messages=messages,
-        exit_code=outcome.returncode,
-        model=model or init_model,
-    )
+    found = stream_result(outcome, events, messages, model=model or init_model)
     if result is None:
         found.final_text = last_text
         if usage_by_turn:

@@ -57,7 +57,7 @@ from skilltune.agents.base import (
 from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions
 from skilltune.agents.home import UserFile
 from skilltune.agents.skillload import CODEX
-from skilltune.agents.transcript import clip
+from skilltune.agents.transcript import clip, stream_result
 from skilltune.process import ProcessOutcome
 
 PROVIDER = "skilltune-endpoint"
@@ -295,16 +295,14 @@ class CodexAgent(CLIBackend[CodexOptions]):
                 final = last.read_text(encoding="utf-8", errors="replace").strip()
                 if final:
                     messages.append(Message(role="assistant", content=final))
-        result = AgentResult(
-            status="ok",
-            final_text=final,
-            events=events,
-            messages=messages,
-            exit_code=outcome.returncode,
+        result = stream_result(
+            outcome,
+            events,
+            messages,
+            final,
             model=options.model,
-            tokens_in=tokens_in if usage_seen else None,
-            tokens_out=tokens_out if usage_seen else None,
             turns=actions or None,
+            tokens=(tokens_in, tokens_out) if usage_seen else (None, None),
         )
         if failure is None and completed and outcome.returncode == 0:
             return result

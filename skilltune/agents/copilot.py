@@ -64,7 +64,7 @@ from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, Backe
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile, user_home
 from skilltune.agents.skillload import COPILOT
-from skilltune.agents.transcript import tool_call_message, tool_result_message
+from skilltune.agents.transcript import stream_result, tool_call_message, tool_result_message
 from skilltune.process import ProcessOutcome
 
 USAGE_FILE = "copilot-usage.json"
@@ -271,14 +271,8 @@ class CopilotAgent(CLIBackend[CopilotOptions]):
         usage = self.read_usage(request.log_dir / USAGE_FILE)
         if usage is not None:
             kept.append({"type": "skilltune.usage_file", "data": usage})
-        found = AgentResult(
-            status="ok",
-            final_text=final,
-            events=kept,
-            messages=messages,
-            exit_code=outcome.returncode,
-            model=model or request.options.model,
-            turns=turns,
+        found = stream_result(
+            outcome, kept, messages, final, model=model or request.options.model, turns=turns
         )
         if usage is not None:
             found.tokens_in, found.tokens_out = _usage_tokens(usage)

@@ -61,7 +61,7 @@ from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Messa
 from skilltune.agents.cli import CLIBackend, CLIOptions
 from skilltune.agents.home import UserFile
 from skilltune.agents.skillload import GEMINI
-from skilltune.agents.transcript import clip
+from skilltune.agents.transcript import clip, stream_result
 from skilltune.modelcalls.prices import estimate_cost
 from skilltune.process import ProcessOutcome
 
@@ -334,24 +334,21 @@ class GeminiAgent(CLIBackend[GeminiOptions]):
                 result_event = event
         flush()
         stats = (result_event or {}).get("stats") or {}
-        tokens_in, tokens_out = _tokens(stats)
         used = _model_tokens(stats)
         if used:  # the model that did the work (an alias such as "auto" resolves here)
             model = max(used, key=lambda m: (used[m][0] + used[m][1], m))
         cost = _estimated_cost(used)
-        result = AgentResult(
-            status="ok",
-            final_text=last_text,
-            events=events,
-            messages=messages,
-            exit_code=outcome.returncode,
+        result = stream_result(
+            outcome,
+            events,
+            messages,
+            last_text,
             model=model,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=cost,
-            cost_estimated=cost is not None,
             turns=turns or None,
+            tokens=_tokens(stats),
+            cost_usd=cost,
         )
+        result.cost_estimated = cost is not None
         status = (result_event or {}).get("status")
         if status == "success" and outcome.returncode == 0:
             return result

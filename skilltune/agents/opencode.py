@@ -68,7 +68,7 @@ from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Messa
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status
 from skilltune.agents.home import UserFile
 from skilltune.agents.skillload import OPENCODE
-from skilltune.agents.transcript import tool_call_message, tool_result_message
+from skilltune.agents.transcript import stream_result, tool_call_message, tool_result_message
 from skilltune.errors import UsageError
 from skilltune.process import ProcessOutcome
 
@@ -400,15 +400,13 @@ def interpret_stream(
             errors.append(_error_text(event.get("error")))
     turns = max(turns, started)
     saw_turn = turns > 0 or bool(messages)
-    found = AgentResult(
-        status="ok",
-        final_text=last_text,
-        events=events,
-        messages=messages,
-        exit_code=outcome.returncode,
+    found = stream_result(
+        outcome,
+        events,
+        messages,
+        last_text,
         turns=turns,
-        tokens_in=tokens_in if saw_usage else None,
-        tokens_out=tokens_out if saw_usage else None,
+        tokens=(tokens_in, tokens_out) if saw_usage else (None, None),
         cost_usd=cost if cost > 0 else None,  # 0: a model without a price in opencode's table
     )
     if outcome.timed_out or outcome.stalled:

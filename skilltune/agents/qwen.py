@@ -78,7 +78,7 @@ from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, Backe
 from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile
 from skilltune.agents.skillload import QWEN
-from skilltune.agents.transcript import content_text, tool_call_message, tool_result_message
+from skilltune.agents.transcript import assistant_blocks, stream_result, tool_result_messages
 from skilltune.errors import UsageError
 from skilltune.process import ProcessOutcome
 
@@ -314,35 +314,22 @@ class QwenAgent(CLIBackend[QwenOptions]):
                 usage = message.get("usage") or {}
                 tokens_in += int(usage.get("input_tokens") or 0)
                 tokens_out += int(usage.get("output_tokens") or 0)
-                for block in blocks:
-                    if not isinstance(block, dict):
-                        continue
-                    if block.get("type") == "text" and str(block.get("text", "")).strip():
-                        final = str(block["text"])
-                        messages.append(Message(role="assistant", content=final))
-                    elif block.get("type") == "tool_use":
-                        tool_names[str(block.get("id"))] = str(block.get("name"))
-                        messages.append(tool_call_message(block.get("name"), block.get("input", {})))
+                said, text = assistant_blocks(blocks, tool_names)
+                messages += said
+                final = text or final
             elif kind == "user":
-                content = (event.get("message") or {}).get("content")
-                for block in content if isinstance(content, list) else []:
-                    if isinstance(block, dict) and block.get("type") == "tool_result":
-                        name = tool_names.get(str(block.get("tool_use_id")), "tool")
-                        text = content_text(block.get("content"))
-                        messages.append(tool_result_message(name, text, error=bool(block.get("is_error"))))
+                messages += tool_result_messages((event.get("message") or {}).get("content"), tool_names)
             elif kind == "result":
                 result = event
-        found = AgentResult(
-            status="ok",
-            final_text=final,
-            events=events,
-            messages=messages,
-            exit_code=outcome.returncode,
+        found = stream_result(
+            outcome,
+            events,
+            messages,
+            final,
             model=model or request.options.model,
             turns=turns,
+            tokens=(tokens_in, tokens_out) if turns else (None, None),
         )
-        if turns:
-            found.tokens_in, found.tokens_out = tokens_in, tokens_out
         if result is not None:
             usage = result.get("usage")
             if isinstance(usage, dict) and turns:
