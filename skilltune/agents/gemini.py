@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from skilltune.agents.base import AgentRequest, AgentResult, BackendCheck, Message
 from skilltune.agents.cli import CLIBackend, CLIOptions
@@ -81,6 +81,11 @@ _STDERR_NOISE = ("at ", "YOLO mode", "Warning: 256-color", "[STARTUP]")
 # the user's gemini folder: $GEMINI_CLI_HOME/.gemini, else ~/.gemini
 _USER_GEMINI = UserFile(".gemini", "GEMINI_CLI_HOME")
 _LOGIN_FILES = ("oauth_creds.json", "google_accounts.json", "gemini-credentials.json", ".env")
+# option -> (the values gemini knows, what a refusal says: {} lists them)
+_KNOWN_VALUES = {
+    "effort": (EFFORTS, "gemini supports effort {} (its thinking budget/level)"),
+    "auth_type": (AUTH_TYPES, "gemini auth types: {}"),
+}
 
 
 class GeminiOptions(CLIOptions):
@@ -109,18 +114,12 @@ class GeminiOptions(CLIOptions):
         default_factory=dict, description="more settings.json keys, merged over skilltune's"
     )
 
-    @field_validator("effort")
+    @field_validator("effort", "auth_type")
     @classmethod
-    def _known_effort(cls, value: str | None) -> str | None:
-        if value is not None and value not in EFFORTS:
-            raise ValueError(f"gemini supports effort {', '.join(EFFORTS)} (its thinking budget/level)")
-        return value
-
-    @field_validator("auth_type")
-    @classmethod
-    def _known_auth(cls, value: str | None) -> str | None:
-        if value is not None and value not in AUTH_TYPES:
-            raise ValueError(f"gemini auth types: {', '.join(AUTH_TYPES)}")
+    def _known_value(cls, value: str | None, info: ValidationInfo) -> str | None:
+        known, message = _KNOWN_VALUES[str(info.field_name)]
+        if value is not None and value not in known:
+            raise ValueError(message.format(", ".join(known)))
         return value
 
 
