@@ -240,13 +240,18 @@ class _Reader:
         inner = self.sequence(inner=True)
         if inner is None or self._quantifier() is not None:
             return None
-        branches: list[list[_Tok]] = [[]]
-        for token in inner:
-            if token.kind == "bar":
-                branches.append([])
-            else:
-                branches[-1].append(token)
-        return _Tok("group", branches=tuple(tuple(b) for b in branches))
+        return _Tok("group", branches=_branches(inner))
+
+
+def _branches(tokens: list[_Tok] | tuple[_Tok, ...]) -> tuple[tuple[_Tok, ...], ...]:
+    """``tokens`` split at their ``|`` bars: the alternatives they spell (one when there is no bar)."""
+    branches: list[list[_Tok]] = [[]]
+    for token in tokens:
+        if token.kind == "bar":
+            branches.append([])
+        else:
+            branches[-1].append(token)
+    return tuple(tuple(b) for b in branches)
 
 
 def _padding_member(member: str) -> bool:
@@ -265,13 +270,7 @@ class _Shape:
 def _shape(tokens: list[_Tok] | tuple[_Tok, ...]) -> _Shape | None:
     """The answers ``tokens`` spell, with what stands before and after them."""
     if any(t.kind == "bar" for t in tokens):
-        branches: list[list[_Tok]] = [[]]
-        for token in tokens:
-            if token.kind == "bar":
-                branches.append([])
-            else:
-                branches[-1].append(token)
-        return _alternatives([_shape(b) for b in branches])
+        return _alternatives([_shape(b) for b in _branches(tokens)])
     start, end = 0, len(tokens)
     while start < end and tokens[start].kind in _LEAD:
         start += 1
