@@ -150,14 +150,8 @@ class MockProposer(Proposer):
             for rank, (entry, trajectory, right) in enumerate(chosen)
         ]
         if packet.mode == "patch":
-            prompt = reflect_prompt(packet)
-            call = ProposerCall(
-                role="analyst",
-                model="mock",
-                prompt=prompt,
-                response=json.dumps({"edits": [e.model_dump(mode="json") for e in edits]}),
-            )
-            return Proposal(edits=edits, calls=[call])
+            answer = json.dumps({"edits": [e.model_dump(mode="json") for e in edits]})
+            return Proposal(edits=edits, calls=[_call("analyst", reflect_prompt(packet), answer)])
         return self._rewrite(packet, edits)
 
     def _describe(self, packet: EvidencePacket) -> Proposal:
@@ -177,22 +171,12 @@ class MockProposer(Proposer):
                 Edit(op="description", file=packet.skill_main, text=text, rationale=why, support=support)
             )
         answer = [{"description": e.text, "rationale": e.rationale, "support": e.support} for e in edits]
-        call = ProposerCall(
-            role="analyst", model="mock", prompt=reflect_prompt(packet), response=json.dumps(answer[:1])
-        )
-        return Proposal(edits=edits, calls=[call])
+        return Proposal(edits=edits, calls=[_call("analyst", reflect_prompt(packet), json.dumps(answer[:1]))])
 
     def _rewrite(self, packet: EvidencePacket, edits: list[Edit]) -> Proposal:
         """Three roles, three calls: analyst lists causes, author drafts, red-team drops repeats."""
         causes = "\n".join(f"- {e.rationale} ({', '.join(e.support)})" for e in edits) or "- no failures"
-        calls = [
-            ProposerCall(
-                role="failure analyst",
-                model="mock",
-                prompt=rewrite_prompt(packet, "failure analyst"),
-                response=causes,
-            )
-        ]
+        calls = [_call("failure analyst", rewrite_prompt(packet, "failure analyst"), causes)]
         text = packet.skill_files[packet.skill_main]
         seen: set[str] = set()
         for edit in edits:
@@ -200,21 +184,9 @@ class MockProposer(Proposer):
                 continue
             seen.add(_norm(edit.text))
             text, _ = apply_edit(text, edit)
+        calls.append(_call("author", rewrite_prompt(packet, "author", causes=causes), text))
         calls.append(
-            ProposerCall(
-                role="author",
-                model="mock",
-                prompt=rewrite_prompt(packet, "author", causes=causes),
-                response=text,
-            )
-        )
-        calls.append(
-            ProposerCall(
-                role="red-team reviewer",
-                model="mock",
-                prompt=rewrite_prompt(packet, "red-team reviewer", draft=text),
-                response=text,
-            )
+            _call("red-team reviewer", rewrite_prompt(packet, "red-team reviewer", draft=text), text)
         )
         files = dict(packet.skill_files)
         files[packet.skill_main] = text
@@ -231,5 +203,10 @@ class MockProposer(Proposer):
         prompt = slow_update_prompt(skill_text, comparison, kept, rejected)
         return SlowUpdate(
             guidance=guidance,
-            calls=[ProposerCall(role="slow-update", model="mock", prompt=prompt, response=guidance)],
+            calls=[_call("slow-update", prompt, guidance)],
         )
+
+
+def _call(role: str, prompt: str, response: str) -> ProposerCall:
+    """One of the mock's calls, recorded as a model's would be (model ``mock``)."""
+    return ProposerCall(role=role, model="mock", prompt=prompt, response=response)
