@@ -33,6 +33,12 @@ def cli(*flags: str, path: bool = False, repeatable: bool = False) -> dict[str, 
     return spec | ({"repeatable": True} if repeatable else {})
 
 
+def key_value_flag(flag: str, description: str) -> Any:
+    """A setting given as repeatable ``FLAG key=value`` pairs (``--agent-opt``...): a dict, empty by
+    default."""
+    return Field(default_factory=dict, description=description, json_schema_extra=cli(flag))
+
+
 # The spec of a setting that is no flag (train's SUITE argument; what only --config sets).
 NO_FLAG: dict[str, Any] = {"flags": []}
 
@@ -119,10 +125,8 @@ class RolloutSettings(Settings):
     runs rollouts (run, calibrate, compare, smoke, train)."""
 
     agent: Agent = "mock"
-    agent_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Agent backend option key=value (repeatable), e.g. placement=system.",
-        json_schema_extra=cli("--agent-opt"),
+    agent_options: dict[str, Any] = key_value_flag(
+        "--agent-opt", "Agent backend option key=value (repeatable), e.g. placement=system."
     )
     seed: int = Field(default=0, description="Run seed: every random choice derives from it.")
     workers: int = Field(default=4, ge=1, description="Rollouts in parallel.")
@@ -148,11 +152,10 @@ class RolloutSettings(Settings):
         description="skill-trainer's prompt variant: cheap (prompt_cheap, else prompt) or full (prompt_full); "
         "reaches rubric.py.",
     )
-    judge_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Override a setting of the suite's judge key=value (repeatable), e.g. model=gpt-4.1, "
+    judge_options: dict[str, Any] = key_value_flag(
+        "--judge-opt",
+        "Override a setting of the suite's judge key=value (repeatable), e.g. model=gpt-4.1, "
         "api_key_env=MY_KEY; part of the scoring contract.",
-        json_schema_extra=cli("--judge-opt"),
     )
 
     def for_agent(self, spec: AgentSpec) -> RolloutSettings:
@@ -244,11 +247,7 @@ class MetaEvalSettings(Settings):
 
     runs: Runs = 5
     proposer: str = Field(default="mock", description="Proposer under test.")
-    proposer_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Proposer option key=value.",
-        json_schema_extra=cli("--proposer-opt"),
-    )
+    proposer_options: dict[str, Any] = key_value_flag("--proposer-opt", "Proposer option key=value.")
     gate: str | None = Field(default=None, description="Gate (default: train's default).")
     max_steps: int = Field(default=6, ge=1, description="Steps of each training run.")
     seed: int = Field(default=0, description="Seed of the first run (run k uses seed + k).")

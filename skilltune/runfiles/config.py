@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skilltune.metric import Metric
 from skilltune.runfiles.base import Migration, RunFile
-from skilltune.settings import NO_FLAG, SeveralAgents, cli, several_agents_flag
+from skilltune.settings import NO_FLAG, SeveralAgents, cli, key_value_flag, several_agents_flag
 
 
 class EditBudgetConfig(BaseModel):
@@ -50,10 +50,8 @@ class TrainConfig(SeveralAgents):
         "units) or no-worse (that, and no agent significantly hurt).",
     )
     proposer: str = Field(default="mock", description="Proposer: mock, or a model backend.")
-    proposer_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Proposer option key=value (repeatable), e.g. model=gpt-4.1.",
-        json_schema_extra=cli("--proposer-opt"),
+    proposer_options: dict[str, Any] = key_value_flag(
+        "--proposer-opt", "Proposer option key=value (repeatable), e.g. model=gpt-4.1."
     )
     mode: Literal["patch", "rewrite"] = Field(
         default="patch",
@@ -65,10 +63,8 @@ class TrainConfig(SeveralAgents):
         "or both (odd steps the description, even steps the body, each candidate gated on its own).",
     )
     gate: str = Field(default="sequential", description="Gate: sequential, paired-z or strict.")
-    gate_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Gate option key=value (repeatable): max_reps, min_effect, futility_confidence, rho.",
-        json_schema_extra=cli("--gate-opt"),
+    gate_options: dict[str, Any] = key_value_flag(
+        "--gate-opt", "Gate option key=value (repeatable): max_reps, min_effect, futility_confidence, rho."
     )
     metric: Metric = Field(default="mixed", description="The score the gate compares.")
     alpha: float = Field(
