@@ -121,6 +121,8 @@ def print_plan(plan: PromotePlan) -> None:
         out.print(
             "\nheld-out: none (the run has no comparison.json): the changes have only their gate evidence"
         )
+    for harm in plan.hurt:
+        out.print(f"warning: {harm.line()}: the best skill hurts this agent", markup=False)
     if plan.conflicts:
         out.print(
             f"warning: {len(plan.conflicts)} hunk(s) conflict with the live skill and are left out: the patch "
@@ -139,10 +141,17 @@ def print_plan(plan: PromotePlan) -> None:
         out.print(f"\nup to date: {plan.live} already holds every change of the run; nothing written")
     elif plan.applied:
         out.print(
-            f"\napplied {clean} hunk(s) to {plan.live} ({', '.join(plan.files)}); nothing was committed"
+            f"\napplied {clean} hunk(s) to {plan.live} ({', '.join(plan.files)}); nothing was committed",
+            markup=False,
         )
+        if plan.hurt:
+            agents = ", ".join(harm.agent for harm in plan.hurt)
+            out.print(
+                f"applied despite the harm to {agents} on the held-out test (--accept-harm)", markup=False
+            )
     elif plan.files:
-        out.print(f"\nnothing written: add --apply to write the {clean} clean hunk(s) into {plan.live}")
+        flags = "--apply --accept-harm" if plan.hurt else "--apply"
+        out.print(f"\nnothing written: add {flags} to write the {clean} clean hunk(s) into {plan.live}")
     else:
         out.print("\nnothing written: the live skill already holds every hunk that does not conflict")
 
@@ -155,6 +164,13 @@ def promote(
     apply: Annotated[
         bool, typer.Option("--apply", help="Write the clean hunks into the live skill (commits nothing).")
     ] = False,
+    accept_harm: Annotated[
+        bool,
+        typer.Option(
+            "--accept-harm",
+            help="With --apply: write the skill even though the held-out test says it hurts an agent.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a run's kept changes as a patch against the live skill, with their evidence.
@@ -163,10 +179,13 @@ def promote(
     comparison of the whole patch. Each hunk is merged three-way (git merge-file, the seed as
     base); conflicts are named, never forced. Writes nothing without --apply. Exit 1 when a hunk
     conflicts.
+
+    When the held-out test per agent (a run with several agents) says the best skill hurts an
+    agent, --apply refuses (exit 2, nothing written) unless given --accept-harm.
     """
     from skilltune.review.promote import promote as run_promote
 
-    plan = run_promote(run_dir, to, apply=apply)
+    plan = run_promote(run_dir, to, apply=apply, accept_harm=accept_harm)
     if as_json:
         out.print_json(plan.model_dump_json())
     elif not plan.hunks:

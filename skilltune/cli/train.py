@@ -141,6 +141,7 @@ def _finish_run(result: TrainResult) -> None:
     )
     if result.comparison is not None:
         print_comparison(result.comparison)
+    print_hurt(Path(result.run_dir), result.best_hash)
     if result.audit_findings:
         out.print(
             f"\n[yellow]warning:[/yellow] the audit found {result.audit_findings} problem(s) "
@@ -155,6 +156,21 @@ def _finish_run(result: TrainResult) -> None:
     out.print("\n" + "\n".join(files))
     if result.state in ("blocked", "crash"):
         raise typer.Exit(3)
+
+
+def print_hurt(run_dir: Path, best: str) -> None:
+    """A warning per agent the held-out test says ``best`` hurts (the pooled comparison may hide it)."""
+    from rich.markup import escape
+
+    from skilltune.report.heldout import hurt_agents
+    from skilltune.rundir import RunDir
+
+    for harm in hurt_agents(RunDir(run_dir), best):
+        out.print(
+            f"[red]warning:[/red] {escape(harm.line())}: the pooled figure hides it; `skilltune promote` "
+            "refuses the skill unless given --accept-harm",
+            markup=True,
+        )
 
 
 def print_gate_share(run_dir: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from skilltune.report.model import ArmView, HeldOut, PairView, RunSummary, TransferView
 from skilltune.report.trigger import decisions, per_query
 from skilltune.rundir import RunDir
-from skilltune.runfiles import Comparison, RunFileError, TrainConfig, Transfer
+from skilltune.runfiles import Comparison, Harm, RunFileError, TrainConfig, Transfer
 from skilltune.store import REDACTED
 
 # The prefix of an exhausted run's reason (training/budget.py's BudgetExhausted) -> the flag that raises it.
@@ -130,6 +130,16 @@ def transfers(run: RunDir, skills: set[str]) -> list[TransferView]:
         if skills & set(table.arms.values()):
             views.append(TransferView(folder=path.parent.name, table=table))
     return views
+
+
+def hurt_agents(run: RunDir, best: str) -> list[Harm]:
+    """The agents the run's held-out test per agent (final/transfer.json) says the skill ``best``
+    (its hash) hurts: none when the run tested one agent, or tested another best."""
+    path = run.final / "transfer.json"
+    if not path.is_file():
+        return []
+    table = Transfer.read(path)
+    return table.hurt() if table.arms.get("best") == best else []
 
 
 def _task_means(per_task: dict[str, list[float | None]]) -> list[float]:

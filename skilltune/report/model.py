@@ -14,7 +14,7 @@ from skilltune.metric import Metric
 from skilltune.report.proposals import ProposalCounts, ProposalRow, total
 from skilltune.report.trigger import QueryTrigger
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import CARRIED, AgentEvidence, Selection, Transfer
+from skilltune.runfiles import CARRIED, AgentEvidence, Harm, Selection, Transfer
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -353,3 +353,12 @@ class RunSummary(BaseModel):
     def gain(self) -> PairView | None:
         """The held-out gain of the best skill over the seed."""
         return self.held_out.pair("S0", "best") if self.held_out else None
+
+    @property
+    def hurt(self) -> list[Harm]:
+        """The agents the run's held-out test per agent (final/transfer.json) says the best skill
+        hurts, when that test measured this best: shown beside every held-out verdict."""
+        own = next((t.table for t in self.transfers if t.own and t.table is not None), None)
+        if own is None or own.arms.get("best") != self.best:
+            return []
+        return own.hurt()

@@ -57,6 +57,9 @@ def status_screen(s: RunSummary) -> RenderableType:
                 for p in c.pairs[:1]
             ),
         )
+    harms = [harm.line() for harm in s.hurt]
+    if harms:  # the pooled figure above may gain while an agent loses: said beside it, in red
+        facts.add_row("hurt", Text("\n".join(harms), style="bold red"))
     if gain is None and s.held_out_missing:
         facts.add_row("held-out", "\n".join(["none. " + s.held_out_missing, *s.held_out_commands]))
     proposals = s.proposal_counts
@@ -115,7 +118,8 @@ def status_screen(s: RunSummary) -> RenderableType:
                 "\n".join(f"  {f.where} {f.task_id}: {f.status}: {f.reason[:120]}" for f in last), style="red"
             )
         )
-    for warning in s.warnings[:4]:
+    shown = [w for w in s.warnings if not any(w.startswith(line) for line in harms)]  # the hurt row says them
+    for warning in shown[:4]:
         parts.append(Text(f"warning: {warning}", style="yellow"))
     return Group(*parts)
 

@@ -27,8 +27,17 @@ def ending_warnings(state: str, reason: str) -> list[str]:
     return []
 
 
+def harm_warnings(summary: RunSummary) -> list[str]:
+    """One warning per agent the best skill hurts on the held-out test (``RunSummary.hurt``)."""
+    return [
+        f"{harm.line()}: the pooled held-out figure hides it; `skilltune promote` refuses the skill "
+        "unless given --accept-harm"
+        for harm in summary.hurt
+    ]
+
+
 def run_warnings(summary: RunSummary, rollouts: RolloutTally) -> list[str]:
-    found = ending_warnings(summary.state, summary.reason)
+    found = ending_warnings(summary.state, summary.reason) + harm_warnings(summary)
     seed = summary.seed_val
     if seed is not None and not TOO_HARD <= seed <= SATURATED:
         regime = f"saturated (above {SATURATED})" if seed > SATURATED else f"too hard (below {TOO_HARD})"

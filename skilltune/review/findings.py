@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skilltune.report import summarize
+from skilltune.report.heldout import hurt_agents
 from skilltune.report.model import replaced_by
 from skilltune.report.proposals import counts, total
 from skilltune.report.trigger import decisions, per_query
@@ -170,6 +171,7 @@ def _deltas(history: History, comparison: Comparison | None, seed_val: float | N
             f"{pair.n_tasks} tasks): {pair.a} {fmt(a)} -> {pair.b} {fmt(b)}: "
             f"{signed(pair.diff)}, 95% CI {ci}, p {p} ({pair.verdict})"
         )
+    out += [f"- **Hurt on held-out**: {harm.line()}" for harm in hurt_agents(history.run, history.best.hash)]
     loads = decisions(history.run.final) if any(a.trigger for a in comparison.arms.values()) else {}
     shown = [(name, per_query(loads.get(arm.skill_hash, {}))) for name, arm in comparison.arms.items()]
     if any(stats for _, stats in shown):

@@ -10,7 +10,8 @@ out, never forced. Hunks the run made at one place (two units appending) conflic
 file that holds them all, so a conflicting hunk is tried once more against the best version:
 merged from the best without it, it is ``present`` when that changes nothing. The held-out comparison is shown once: it measured the whole patch.
 Nothing is written unless ``apply``; then only the live skill's files change (nothing is
-staged or committed).
+staged or committed). A run whose held-out test per agent says the best skill hurts an agent
+(final/transfer.json, verdict ``a_better``) is not applied unless ``accept_harm``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from pydantic import BaseModel, Field
 
 from skilltune.errors import UsageError
 from skilltune.metric import Metric
-from skilltune.report.heldout import run_comparison
+from skilltune.report.heldout import hurt_agents, run_comparison
 from skilltune.review.leakage import words
 from skilltune.review.lineage import History, Hunk, apply_hunks, hunks
 from skilltune.rollout.workspace import git
 from skilltune.rundir import RunDir
-from skilltune.runfiles import AuditFile, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
+from skilltune.runfiles import AuditFile, Harm, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
 from skilltune.store import write_text
 
 HunkStatus = Literal["clean", "present", "conflict"]
@@ -77,6 +78,7 @@ class PromotePlan(BaseModel):
     held_out_split: str | None = None
     held_out_metric: Metric | None = None
     held_out_scores: dict[str, float | None] = Field(default_factory=dict)  # arm -> its score on the metric
+    hurt: list[Harm] = Field(default_factory=list)  # agents the held-out test says the best skill hurts
     audit_findings: int | None  # None: the run has no audit.json
     patch: str  # unified diff of the live skill -> the live skill with the clean hunks
     files: dict[str, str | None]  # live path -> new text (None: removed), for every file that changes
@@ -110,10 +112,14 @@ class _Live:
         return self.paths.get(rel, self.root / rel)
 
 
-def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> PromotePlan:
+def promote(
+    run_dir: str | Path, to: str | Path, *, apply: bool = False, accept_harm: bool = False
+) -> PromotePlan:
     """The run's kept changes as a patch against the live skill at ``to``; written only if ``apply``.
 
-    Raises UsageError when ``run_dir`` is not a run or ``to`` does not fit the run's skill.
+    Raises UsageError when ``run_dir`` is not a run or ``to`` does not fit the run's skill, and,
+    writing nothing, when ``apply`` would write a skill the held-out test says hurts an agent
+    (``plan.hurt``) unless ``accept_harm``.
     """
     run = RunDir(Path(run_dir))
     if not run.config.is_file():
@@ -153,6 +159,13 @@ def promote(run_dir: str | Path, to: str | Path, *, apply: bool = False) -> Prom
         plan.held_out = next((p for p in comparison.pairs if (p.a, p.b) == ("S0", "best")), None)
         plan.held_out_split, plan.held_out_metric = comparison.split, comparison.metric
         plan.held_out_scores = {name: arm.metric(comparison.metric) for name, arm in comparison.arms.items()}
+    plan.hurt = hurt_agents(run, history.best.hash)
+    if apply and files and plan.hurt and not accept_harm:
+        raise UsageError(
+            f"not applied: the best skill hurts {len(plan.hurt)} agent(s) on the held-out test: "
+            + "; ".join(harm.line() for harm in plan.hurt)
+            + f". Nothing was written to {to}. To promote it all the same, add --accept-harm"
+        )
     if apply and files:
         for path, text in files.items():
             if text is None:

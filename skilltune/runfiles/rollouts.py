@@ -175,6 +175,23 @@ class TransferAgent(BaseModel):
     contaminated: bool = False
 
 
+class Harm(BaseModel):
+    """An agent the held-out test says a skill hurts: its pair (``pair.a`` the seed, ``pair.b`` the
+    tuned skill) came out ``a_better``, the seed significantly better for this agent."""
+
+    agent: str  # the agent's label (its column of the transfer table)
+    split: str
+    pair: PairResult
+
+    def line(self) -> str:
+        """``agent codex: best is worse than S0 on test, -0.286 [-0.556, -0.015] (a_better)``."""
+        p = self.pair
+        ci = f" [{p.ci95[0]:+.3f}, {p.ci95[1]:+.3f}]" if p.ci95 else ""
+        return (
+            f"agent {self.agent}: {p.b} is worse than {p.a} on {self.split}, {p.diff:+.3f}{ci} ({p.verdict})"
+        )
+
+
 class Transfer(RunFile):
     """transfer.json of ``skilltune compare`` with several agents: the skill x agent table (each
     agent's full comparison.json lies in its own folder beside it)."""
@@ -193,3 +210,14 @@ class Transfer(RunFile):
             if column.label == label:
                 return column
         raise KeyError(label)
+
+    def hurt(self, a: str = "S0", b: str = "best") -> list[Harm]:
+        """The agents for whom ``b`` is significantly worse than ``a`` (the pair's verdict ``a_better``),
+        in the table's order: what the report, ``status``, findings, train's last lines and ``promote``
+        warn of (the pooled comparison may gain while one agent loses)."""
+        return [
+            Harm(agent=column.label, split=self.split, pair=pair)
+            for column in self.agents
+            for pair in column.pairs
+            if (pair.a, pair.b) == (a, b) and pair.verdict == "a_better"
+        ]
