@@ -274,10 +274,19 @@ def test_report_shows_audit_findings_when_audit_json_exists(demo: Path, tmp_path
         check="leak",
         where="steps/step_0002/reflections.json",
         message="a val prompt 8-gram in a proposer answer",
+        details={
+            "passages": [{"text": "route the ticket to   billing", "source": "val task t3 prompt"}],
+            "ids": ["t3", "t4"],
+            "records": [f"steps/step_0002/rollouts/gate/t{i}_r0" for i in range(7)],
+        },
     )
     AuditFile(clean=False, checks=["leak"], findings=[finding]).write(run / "audit.json")
     html = render_report(run)
     assert "Audit (1 finding)" in html and "a val prompt 8-gram in a proposer answer" in html
+    detail = html.split("a val prompt 8-gram in a proposer answer", 1)[1].split("</li>", 1)[0]
+    assert "{" not in detail and "[" not in detail and "&#39;" not in detail  # no Python reprs
+    assert "passages: \u201croute the ticket to billing\u201d (val task t3 prompt); ids: t3, t4" in detail
+    assert "records: steps/step_0002/rollouts/gate/t0_r0, " in detail and "t4_r0 and 2 more" in detail
 
 
 class _CautiousOptions(GateOptions):
