@@ -289,6 +289,27 @@ def test_report_shows_audit_findings_when_audit_json_exists(demo: Path, tmp_path
     assert "records: steps/step_0002/rollouts/gate/t0_r0, " in detail and "t4_r0 and 2 more" in detail
 
 
+def test_report_merges_an_edit_proposed_twice_and_says_so(demo: Path, tmp_path: Path) -> None:
+    """Two answers proposing one rule are one edit of the candidate (the step's merge groups them):
+    the report counts it once, says how often it was proposed, and counts the applied edits right."""
+    run = tmp_path / "demo"
+    shutil.copytree(demo, run, symlinks=True)
+    unit = next(u for u in summarize(run).units if any(e.kept for e in u.proposed))
+    applied, shown = sum(e.kept for e in unit.proposed), len(unit.proposed)
+    path = RunDir(run).unit_dir(unit.kind, unit.index) / "reflections.json"
+    answer = ReflectionsFile.read(path)
+    first = next(e for e in answer.edits if any(p.kept and p.text == e.text for p in unit.proposed))
+    again = [first.model_copy(update={"text": f"  {first.text.upper()}  "}), first.model_copy()]
+    answer.model_copy(update={"edits": [*answer.edits, *again]}).write(path)
+    (run / "report.html").unlink(missing_ok=True)
+    html = render_report(run)
+    section = html.split(f'id="{unit.kind}-{unit.index}"', 1)[1]
+    assert (
+        f"Proposed edits ({applied} of {shown} applied; {shown + 2} proposed, equal edits merged)" in section
+    )
+    assert "proposed 3 times" in section
+
+
 class _CautiousOptions(GateOptions):
     give_up_below: float = 0.05
 
