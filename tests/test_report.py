@@ -59,6 +59,19 @@ def test_summary_agrees_with_the_files_the_run_wrote(demo: Path) -> None:
     assert s.lineage[-1].best
 
 
+def test_no_heatmap_when_no_unit_ran_a_gate(demo: Path) -> None:
+    """Units carried on ungated (or stopped before their gate) have no gate rollouts: no empty figure
+    as tall as the val tasks, a line saying why instead."""
+    s = summarize(demo)
+    assert s.heatmap is not None and s.heatmap.units
+    blank = [[None] * len(s.heatmap.units) for _ in s.heatmap.tasks]
+    s.heatmap = s.heatmap.model_copy(update={"candidate": blank, "incumbent": blank})
+    html = render_page(s)
+    section = html.split('id="heatmap"', 1)[1].split("<h2", 1)[0]
+    assert 'id="plot-heatmap"' not in html
+    assert "No gate has run yet: no val task has a score" in section
+
+
 def test_heatmap_shows_the_incumbents_shared_rollouts(demo: Path) -> None:
     """A decision reuses its incumbent's rollouts from the seed's baseline or an earlier unit's gate
     (gate.json says which replicates it paired): every gated unit has its incumbent's scores, each
