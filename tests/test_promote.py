@@ -232,7 +232,26 @@ def test_a_changed_line_among_applied_hunks_stays_a_conflict(appended: RunDir, t
     assert "hunk 1/2 SKILL.md at seed line 18: conflict" in result.output
     assert "hunk 2/2 SKILL.md at seed line 18: present (already applied)" in result.output
     assert "up to date" not in result.output
-    assert "nothing written: the live skill already holds every hunk that does not conflict" in result.output
+    output = " ".join(result.output.split())
+    assert "nothing written: the live skill already holds 1 hunk; the other 1 conflicts" in output
+    assert _tree(live) == before
+
+
+def test_every_hunk_in_conflict_is_said_plainly_with_what_to_do(run: RunDir, tmp_path: Path) -> None:
+    live = _moved_on(tmp_path)  # step 1's anchor reworded
+    text = (live / "SKILL.md").read_text()  # and a rule of its own where step 2 appended
+    (live / "SKILL.md").write_text(
+        text.replace("\n<!-- PROTECTED", "- Name the on-call team.\n<!-- PROTECTED")
+    )
+    before = _tree(live)
+    result = runner.invoke(app, ["promote", str(run.root), "--to", str(live), "--apply"])
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert "hunk 1/2 SKILL.md at seed line 13: conflict" in output
+    assert "hunk 2/2 SKILL.md at seed line 18: conflict" in output
+    assert "does not conflict" not in output
+    assert "nothing written: all 2 hunks conflict with the live skill" in output
+    assert f"merge each by hand from the conflicts above, or compare {live} with {run.best_dir}" in output
     assert _tree(live) == before
 
 

@@ -59,6 +59,19 @@ def test_summary_agrees_with_the_files_the_run_wrote(demo: Path) -> None:
     assert s.lineage[-1].best
 
 
+def test_no_heatmap_when_no_unit_ran_a_gate(demo: Path) -> None:
+    """Units carried on ungated (or stopped before their gate) have no gate rollouts: no empty figure
+    as tall as the val tasks, a line saying why instead."""
+    s = summarize(demo)
+    assert s.heatmap is not None and s.heatmap.units
+    blank = [[None] * len(s.heatmap.units) for _ in s.heatmap.tasks]
+    s.heatmap = s.heatmap.model_copy(update={"candidate": blank, "incumbent": blank})
+    html = render_page(s)
+    section = html.split('id="heatmap"', 1)[1].split("<h2", 1)[0]
+    assert 'id="plot-heatmap"' not in html
+    assert "No gate has run yet: no val task has a score" in section
+
+
 def test_heatmap_shows_the_incumbents_shared_rollouts(demo: Path) -> None:
     """A decision reuses its incumbent's rollouts from the seed's baseline or an earlier unit's gate
     (gate.json says which replicates it paired): every gated unit has its incumbent's scores, each
@@ -274,10 +287,40 @@ def test_report_shows_audit_findings_when_audit_json_exists(demo: Path, tmp_path
         check="leak",
         where="steps/step_0002/reflections.json",
         message="a val prompt 8-gram in a proposer answer",
+        details={
+            "passages": [{"text": "route the ticket to   billing", "source": "val task t3 prompt"}],
+            "ids": ["t3", "t4"],
+            "records": [f"steps/step_0002/rollouts/gate/t{i}_r0" for i in range(7)],
+        },
     )
     AuditFile(clean=False, checks=["leak"], findings=[finding]).write(run / "audit.json")
     html = render_report(run)
     assert "Audit (1 finding)" in html and "a val prompt 8-gram in a proposer answer" in html
+    detail = html.split("a val prompt 8-gram in a proposer answer", 1)[1].split("</li>", 1)[0]
+    assert "{" not in detail and "[" not in detail and "&#39;" not in detail  # no Python reprs
+    assert "passages: \u201croute the ticket to billing\u201d (val task t3 prompt); ids: t3, t4" in detail
+    assert "records: steps/step_0002/rollouts/gate/t0_r0, " in detail and "t4_r0 and 2 more" in detail
+
+
+def test_report_merges_an_edit_proposed_twice_and_says_so(demo: Path, tmp_path: Path) -> None:
+    """Two answers proposing one rule are one edit of the candidate (the step's merge groups them):
+    the report counts it once, says how often it was proposed, and counts the applied edits right."""
+    run = tmp_path / "demo"
+    shutil.copytree(demo, run, symlinks=True)
+    unit = next(u for u in summarize(run).units if any(e.kept for e in u.proposed))
+    applied, shown = sum(e.kept for e in unit.proposed), len(unit.proposed)
+    path = RunDir(run).unit_dir(unit.kind, unit.index) / "reflections.json"
+    answer = ReflectionsFile.read(path)
+    first = next(e for e in answer.edits if any(p.kept and p.text == e.text for p in unit.proposed))
+    again = [first.model_copy(update={"text": f"  {first.text.upper()}  "}), first.model_copy()]
+    answer.model_copy(update={"edits": [*answer.edits, *again]}).write(path)
+    (run / "report.html").unlink(missing_ok=True)
+    html = render_report(run)
+    section = html.split(f'id="{unit.kind}-{unit.index}"', 1)[1]
+    assert (
+        f"Proposed edits ({applied} of {shown} applied; {shown + 2} proposed, equal edits merged)" in section
+    )
+    assert "proposed 3 times" in section
 
 
 class _CautiousOptions(GateOptions):

@@ -239,3 +239,83 @@ def test_view_stays_out_of_the_readmes_executed_blocks() -> None:
 
     assert not [c for c in _commands() if c.startswith("skilltune view")]
     assert "skilltune view runs" in (REPO / "README.md").read_text()
+
+
+_SECRET = "run-data-4f1c"  # in the run's files: a refused answer must not hold it
+
+
+@pytest.fixture
+def fake_runs(tmp_path: Path) -> Path:
+    """A folder holding one run as far as the server's routes care (config.json and seed.json)."""
+    run = tmp_path / "runs" / "demo"
+    run.mkdir(parents=True)
+    for name in ("config.json", "seed.json"):
+        (run / name).write_text(json.dumps({"note": _SECRET}), encoding="utf-8")
+    return run.parent
+
+
+@contextmanager
+def threaded_view(runs_dir: Path, allow_hosts: tuple[str, ...] = ()) -> Iterator[int]:
+    """`open_view` on port 0, served from a thread; yields the port."""
+    import threading
+
+    from skilltune.report.serve import open_view
+
+    server = open_view(runs_dir, port=0, allow_hosts=allow_hosts)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
+
+
+def ask(
+    port: int, host: str | None, path: str = "/runs/demo/config.json", method: str = "GET"
+) -> tuple[int, bytes]:
+    """A request to 127.0.0.1:PORT naming ``host`` in its Host header (None: no Host header, HTTP/1.1)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        if host is not None:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_view_refuses_hosts_other_than_its_own_address(fake_runs: Path) -> None:
+    """DNS rebinding: a page on evil.example whose name comes to resolve to 127.0.0.1 reaches the
+    server under its own name. Only IP literals, localhost and the bound or allowed names are answered."""
+    with threaded_view(fake_runs, allow_hosts=("box.lan",)) as port:
+        answered = ["LOCALHOST", "10.0.0.7", "box.lan."]
+        answered += [
+            f"{name}:{port}" for name in ("127.0.0.1", "localhost", "app.localhost", "[::1]", "box.lan")
+        ]
+        for host in answered:
+            status, body = ask(port, host)
+            assert status == 200 and _SECRET in body.decode(), host
+        refused = ["evil.example", f"evil.example:{port}", "localhost.evil.example", "127.0.0.1.nip.io"]
+        for bad in [*refused, "box.lan.evil.example", "", None]:
+            for path in ("/", "/_live", "/_fingerprint", "/runs/demo/", "/runs/demo/config.json"):
+                status, body = ask(port, bad, path)
+                text = body.decode()
+                assert status == 403, (bad, path)
+                assert _SECRET not in text and "demo" not in text, (bad, path)
+                assert f"http://127.0.0.1:{port}/" in text and "--allow-host" in text, (bad, path)
+            for method in ("HEAD", "POST", "DELETE"):
+                assert ask(port, bad, "/", method)[0] == 403, (bad, method)
+        assert ask(port, "127.0.0.1", "/", "POST")[0] == 405  # the Host check comes first, then the method
+
+
+def test_view_allow_host_option_admits_a_name(fake_runs: Path) -> None:
+    with view_server(fake_runs, "--allow-host", "box.lan", "--allow-host", "Other.Lan") as url:
+        port = urlsplit(url).port
+        assert port is not None
+        for host in ("box.lan", f"other.lan:{port}", f"127.0.0.1:{port}"):
+            assert ask(port, host)[0] == 200, host
+        assert ask(port, "evil.example")[0] == 403

@@ -153,7 +153,23 @@ def print_plan(plan: PromotePlan) -> None:
         flags = "--apply --accept-harm" if plan.hurt else "--apply"
         out.print(f"\nnothing written: add {flags} to write the {clean} clean hunk(s) into {plan.live}")
     else:
-        out.print("\nnothing written: the live skill already holds every hunk that does not conflict")
+        out.print(_all_left_out(plan), markup=False)
+
+
+def _all_left_out(plan: PromotePlan) -> str:
+    """No clean hunk and not up to date: every hunk the live skill lacks conflicts. Says so, and how
+    to carry them over by hand."""
+    conflicts, present = len(plan.conflicts), len(plan.hunks) - len(plan.conflicts)
+    fix = (
+        f"merge each by hand from the conflicts above, or compare {plan.live} with "
+        f"{Path(plan.run) / 'best_skill'} (the run's best version)"
+    )
+    if not present:
+        which = "the run's one hunk conflicts" if conflicts == 1 else f"all {conflicts} hunks conflict"
+        return f"\nnothing written: {which} with the live skill: {fix}"
+    held = f"{present} hunk" + ("s" if present > 1 else "")
+    rest = f"{conflicts} conflict" + ("s" if conflicts == 1 else "")
+    return f"\nnothing written: the live skill already holds {held}; the other {rest}: {fix}"
 
 
 @app.command(epilog="Example: skilltune promote runs/demo --to examples/mock-demo/skill")

@@ -40,6 +40,15 @@ def view(
     host: Annotated[
         str, typer.Option(help="Address to listen on; the default keeps the server on this machine.")
     ] = "127.0.0.1",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Also answer requests made to this name, e.g. the machine's name with --host 0.0.0.0 "
+            "(repeatable). IP addresses, localhost and the --host name are always answered; any other "
+            "Host gets 403, so that no other site can read your runs through DNS rebinding.",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every request.")] = False,
 ) -> None:
     """Serve the runs and their reports on a local, read-only web server until Ctrl-C.
@@ -48,7 +57,7 @@ def view(
     """
     from skilltune.report.serve import is_loopback, open_view
 
-    server = open_view(runs_dir, host, port, verbose)
+    server = open_view(runs_dir, host, port, verbose, allow_host or ())
     if not is_loopback(host):
         err.print(f"warning: listening on {host}: anyone who can reach this address can read your runs")
     out.print(f"serving {runs_dir} at {server.url} (read-only; Ctrl-C to stop)")

@@ -193,11 +193,12 @@ def held_out_figure(summary: RunSummary) -> str | None:
 
 def heatmap_figure(summary: RunSummary) -> str | None:
     """Val tasks x units: the candidate's mean score per task in each unit's gate (buttons show the
-    incumbent's and the difference)."""
+    incumbent's and the difference). None when no unit ran a gate (units carried on ungated, or
+    stopped before it): a figure of blank cells, as tall as the tasks, would say nothing."""
     import plotly.graph_objects as go
 
     heat = summary.heatmap
-    if heat is None or not heat.tasks or not heat.units:
+    if heat is None or all(cell is None for row in heat.candidate for cell in row):
         return None
     gain = [
         [None if c is None or i is None else round(c - i, 4) for c, i in zip(crow, irow, strict=True)]

@@ -89,6 +89,7 @@ class EditView(BaseModel):
     kept: bool
     matched: str | None = None
     citations: list[Citation] = Field(default_factory=list)
+    times: int = 1  # how often the step's answers proposed it (equal edits are one, as the merge made them)
 
 
 class StageCost(BaseModel):

@@ -56,6 +56,7 @@ from skilltune.runfiles import (
     active_seconds,
 )
 from skilltune.skill import Candidate
+from skilltune.textfmt import one_line
 
 Depth = Literal["light", "rollouts", "detail"]
 # The stage a rollout phase belongs to, per kind of unit folder (for USD per stage).
@@ -362,8 +363,25 @@ def read_audit(run: RunDir) -> list[AuditFinding] | None:
         return [AuditFinding(check="audit.json", message=str(exc))]
     findings = []
     for item in audit.findings:
-        detail = "; ".join(f"{k}: {v}" for k, v in item.details.items())
+        detail = "; ".join(
+            f"{k}: {_in_words(v)}" for k, v in item.details.items() if v not in ([], {}, "", None)
+        )
         findings.append(
             AuditFinding(check=item.check, message=f"{item.where}: {item.message}", detail=detail)
         )
     return findings
+
+
+def _in_words(value: object, limit: int = 5) -> str:
+    """A detail of an audit finding as a reader wants it, not as Python prints it: a list joined (the
+    first ``limit``, then how many more), a quoted text in quotes with the rest of its mapping after it."""
+    if isinstance(value, dict):
+        rest = ", ".join(_in_words(v) for k, v in value.items() if k != "text")
+        if isinstance(value.get("text"), str):
+            return f"\u201c{one_line(value['text'], 120)}\u201d" + (f" ({rest})" if rest else "")
+        return ", ".join(f"{k} {_in_words(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        joiner = "; " if any(isinstance(v, dict) for v in value) else ", "
+        more = f" and {len(value) - limit} more" if len(value) > limit else ""
+        return joiner.join(_in_words(v) for v in value[:limit]) + more
+    return str(value)

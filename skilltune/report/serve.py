@@ -11,6 +11,12 @@ shows the rollouts, tokens and USD of the records on disk (as ``status`` counts 
 Routes: ``/`` (the runs), ``/_fingerprint`` and ``/_live`` (of the list), ``/runs/TAG/`` (a
 report), ``/runs/TAG/_fingerprint``, ``/runs/TAG/_live``, ``/runs/TAG/PATH`` (a file of the run,
 for the report's links), ``/_static/plotly-VERSION.min.js``.
+
+Before any route, whatever the method, the Host header is checked (``host_allowed``): a page on
+another site can point a name of its own at 127.0.0.1 (DNS rebinding) and read the runs from the
+user's browser, under its own name. So only an IP literal (rebinding needs a name), ``localhost``
+and ``*.localhost``, the name the server was bound to and the names ``--allow-host`` admits are
+answered; any other Host, or none on HTTP/1.1, gets 403 (Vite's dev server and Jupyter do the same).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import ipaddress
 import json
 import mimetypes
 import threading
+from collections.abc import Iterable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -170,6 +177,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(head=True)
 
     def _refuse(self) -> None:
+        if self._refuse_host(head=False):
+            return
         self.send_response(HTTPStatus.METHOD_NOT_ALLOWED)
         self.send_header("Allow", "GET, HEAD")
         self.send_header("Content-Length", "0")
@@ -177,7 +186,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # read-only: no write endpoint
 
+    def _refuse_host(self, head: bool) -> bool:
+        """Answer 403 (and say how to get in) when the Host header is not one this server answers to."""
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) == 1 and host_allowed(hosts[0], self.server.allowed_hosts):
+            return False
+        if not hosts and self.request_version == "HTTP/1.0":  # no Host before HTTP/1.1; browsers send one
+            return False
+        asked = f"was made to {host_name(hosts[0])[:80]!r}" if len(hosts) == 1 else "names no single Host"
+        fix = (
+            f"refused: this server answers to its own address and localhost; this request {asked}.\n"
+            f"Open {self.server.url} (the address skilltune view printed), or start skilltune view "
+            "with --allow-host NAME to reach it by that name.\n"
+        )
+        self._send(HTTPStatus.FORBIDDEN, "text/plain", fix.encode(), False, head)
+        return True
+
     def _answer(self, head: bool) -> None:
+        if self._refuse_host(head):
+            return
         try:
             status, ctype, body, cache = self._route(unquote(urlsplit(self.path).path))
         except SkilltuneError as exc:
@@ -190,6 +217,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:  # a file vanished under a live run, or cannot be read: say so, keep serving
             message = f"could not read the run: {exc}; reload the page"
             status, ctype, body, cache = HTTPStatus.SERVICE_UNAVAILABLE, "text/plain", message.encode(), False
+        self._send(status, ctype, body, cache, head)
+
+    def _send(self, status: int, ctype: str, body: bytes, cache: bool, head: bool) -> None:
         self.send_response(status)
         self.send_header("Content-Type", f"{ctype}; charset=utf-8" if ctype.startswith("text") else ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -259,12 +289,18 @@ class ViewServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, runs_dir: Path, host: str = "127.0.0.1", port: int = 8765, verbose: bool = False
+        self,
+        runs_dir: Path,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        verbose: bool = False,
+        allow_hosts: Iterable[str] = (),
     ) -> None:
         from skilltune.report.figures import plotly_version
 
         self.view = RunsView(runs_dir)
         self.verbose = verbose
+        self.allowed_hosts = frozenset(host_name(name) for name in (host, *allow_hosts))
         self.plotly_path = f"/_static/plotly-{plotly_version()}.min.js"
         self._plotly: bytes | None = None
         try:
@@ -288,6 +324,33 @@ class ViewServer(ThreadingHTTPServer):
         return f"http://{name}:{port}/"
 
 
+def host_name(header: str) -> str:
+    """The name a Host header gives: port dropped, an IPv6 literal out of its brackets, lower case,
+    no trailing dot."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        value = value[1:].partition("]")[0]
+    else:
+        name, colon, port = value.rpartition(":")
+        value = name if colon and name and ":" not in name and (port.isdigit() or not port) else value
+    return value.rstrip(".")
+
+
+def host_allowed(header: str, allowed: frozenset[str] = frozenset()) -> bool:
+    """Whether the server answers a request naming ``header`` as its Host: an IP literal, ``localhost``
+    or a name under it, or one of the ``allowed`` names (each as ``host_name`` gives it)."""
+    name = host_name(header)
+    if not name:
+        return False
+    if name in allowed or name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -296,10 +359,22 @@ def is_loopback(host: str) -> bool:
 
 
 def open_view(
-    runs_dir: Path | str, host: str = "127.0.0.1", port: int = 8765, verbose: bool = False
+    runs_dir: Path | str,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    verbose: bool = False,
+    allow_hosts: Iterable[str] = (),
 ) -> ViewServer:
-    """A view server bound to ``host:port`` (port 0: any free port); call ``serve_forever()``."""
+    """A view server bound to ``host:port`` (port 0: any free port); call ``serve_forever()``.
+
+    It answers requests whose Host is an IP address, localhost, ``host`` or one of ``allow_hosts``."""
     root = Path(runs_dir)
     if not root.is_dir():
         raise UsageError(f"{root}: no such folder; pass the folder holding your runs (default runs/)")
-    return ViewServer(root, host, port, verbose)
+    allow_hosts = list(allow_hosts)
+    for name in allow_hosts:
+        if not host_name(name) or any(c in name for c in "/ @*"):
+            raise UsageError(
+                f"--allow-host {name!r}: pass a host name such as box.lan (no scheme, path or *)"
+            )
+    return ViewServer(root, host, port, verbose, allow_hosts)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from skilltune.propose.merge import MergeResult
+from skilltune.propose.merge import MergeResult, edit_key
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
 from skilltune.report.proposals import ProposalCounts, counts, ranked
 from skilltune.report.rollouts import RolloutTally
@@ -229,21 +229,29 @@ def add_detail(view: UnitView, run: RunDir, rollouts: RolloutTally | None, versi
         view.proposals = ranked(answer.proposals)
         view.selection = answer.selection
         kept_texts = {" ".join(edit.split()) for edit in view.edits}
+        seen: dict[tuple[str, str, str, str], EditView] = {}
         for edit in answer.edits:
             kept = " ".join(edit.compact().split()) in kept_texts
-            view.proposed.append(
-                EditView(
-                    op=edit.op,
-                    file=edit.file,
-                    anchor=edit.anchor,
-                    text=edit.text,
-                    rationale=edit.rationale,
-                    kind=edit.kind,
-                    kept=kept,
-                    matched=edit.matched,
-                    citations=[_citation(s, folder.name, run.root, rollouts) for s in edit.support],
-                )
+            citations = [_citation(s, folder.name, run.root, rollouts) for s in edit.support]
+            same = seen.get(edit_key(edit))
+            if same is not None:  # proposed again: one edit of the candidate, as the step's merge made it
+                same.times += 1
+                same.kept = same.kept or kept
+                cited = {c.id for c in same.citations}
+                same.citations += [c for c in citations if c.id not in cited]
+                continue
+            seen[edit_key(edit)] = EditView(
+                op=edit.op,
+                file=edit.file,
+                anchor=edit.anchor,
+                text=edit.text,
+                rationale=edit.rationale,
+                kind=edit.kind,
+                kept=kept,
+                matched=edit.matched,
+                citations=citations,
             )
+            view.proposed.append(seen[edit_key(edit)])
     slow = folder / "slow_update.json"
     if slow.is_file():
         view.guidance = SlowUpdateFile.read(slow).guidance
