@@ -16,12 +16,13 @@ propose/quotes.py's code.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from skilltune.proposal import ProposerCall
 from skilltune.propose.quotes import RUN_WORDS, Gram, TrainPrompts, passages, windows, words
 from skilltune.review.lineage import History, hunks
 from skilltune.runfiles import AuditFinding, ReflectionsFile, SlowUpdateFile
@@ -191,15 +192,19 @@ def train_quotes(history: History, suite: Suite) -> tuple[list[AuditFinding], in
     return found, len(train)
 
 
+def _calls(rel: str, calls: Sequence[ProposerCall]) -> Iterator[tuple[str, str]]:
+    for i, call in enumerate(calls):
+        yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
+        yield f"{rel} calls[{i}] ({call.role}) response", call.response
+
+
 def documents(history: History) -> Iterator[tuple[str, str]]:
     """(where, text) of everything a proposer read or wrote, the memory, and every skill version."""
     run = history.run
     for path in sorted(run.steps.glob("*/reflections.json")):
         rel = path.relative_to(run.root).as_posix()
         reflections = ReflectionsFile.read(path)
-        for i, call in enumerate(reflections.calls):
-            yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
-            yield f"{rel} calls[{i}] ({call.role}) response", call.response
+        yield from _calls(rel, reflections.calls)
         for i, edit in enumerate(reflections.edits):
             yield f"{rel} edits[{i}]", "\n".join([edit.anchor or "", edit.text, edit.rationale])
         for i, dropped in enumerate(reflections.dropped):  # proposer output too, though never applied
@@ -210,9 +215,7 @@ def documents(history: History) -> Iterator[tuple[str, str]]:
     for path in sorted(run.steps.glob("*/slow_update.json")):
         rel = path.relative_to(run.root).as_posix()
         update = SlowUpdateFile.read(path)
-        for i, call in enumerate(update.calls):
-            yield f"{rel} calls[{i}] ({call.role}) prompt", call.prompt
-            yield f"{rel} calls[{i}] ({call.role}) response", call.response
+        yield from _calls(rel, update.calls)
         yield f"{rel} guidance", update.guidance
     if run.meta.is_file():
         yield "META.md", run.meta.read_text(encoding="utf-8")
