@@ -17,7 +17,7 @@ import pytest
 
 from skilltune.review.audit import audit
 from skilltune.rundir import RunDir
-from skilltune.runfiles import ReflectionsFile, UnitRecord
+from skilltune.runfiles import AskFile, ReflectionsFile, UnitRecord
 from skilltune.training import resume, train
 from tests.fake_openai import FakeOpenAI, prompt_of
 from tests.helpers import REPO, quiet, rule_task, write_skill, write_suite
@@ -171,6 +171,12 @@ def test_an_edit_the_gate_rejected_is_spent_for_the_rest_of_the_run(tmp_path: Pa
     assert [p.attempts for p in second.proposals] == [1, 2, 2, 2]
     screened = [e.text for p in second.proposals for e in p.edits]
     assert CITE not in screened and TIMELINE not in screened
+    # a re-ask is told the spent rules as they were written (not the key they are compared by)
+    reasks = sorted((run.unit_dir("step", 2) / "asks").glob("ask_*_r1.json"))
+    assert len(reasks) == 3
+    for path in reasks:
+        prompt = AskFile.read(path).calls[0].prompt
+        assert all(rule.removeprefix("- ") in prompt for rule in (CITE, TIMELINE)), prompt
 
 
 def test_a_resumed_step_asks_no_call_twice(tmp_path: Path, keyed: None) -> None:

@@ -31,6 +31,14 @@ SPENT_SHOWN = 12  # spent edits a re-ask is told of (those it repeated first)
 SPENT_DECISIONS = ("reject", "repeat")
 
 
+@dataclass(frozen=True)
+class Spent:
+    """An edit no ask should propose again: its text as proposed, and where it went (for the reason)."""
+
+    text: str
+    where: str
+
+
 @dataclass
 class Answered:
     """One ask's outcome: its answers (the first, and the re-ask's) and the edits that go to the screen."""
@@ -45,21 +53,21 @@ class Answered:
         return sum(len(a.calls) for a in self.answers)
 
 
-def spent_edits(done: list[UnitRecord]) -> dict[str, str]:
-    """The run's spent edits so far: normalised text -> what became of it (in the words the proposer
-    may read: a gate's outcome, never its figures)."""
-    out: dict[str, str] = {}
+def spent_edits(done: list[UnitRecord]) -> dict[str, Spent]:
+    """The run's spent edits so far, by normalised text, each with what became of it (in the words the
+    proposer may read: a gate's outcome, never its figures)."""
+    out: dict[str, Spent] = {}
     for record in done:
         if record.kind == "step" and record.verdict == "discard" and record.decision in SPENT_DECISIONS:
             for text in record.edit_texts:
-                out.setdefault(edit_text_key(text), f"step {record.index}: {outcome(record)}")
+                out.setdefault(edit_text_key(text), Spent(text, f"step {record.index}: {outcome(record)}"))
     return out
 
 
 def gather(ctx: RunContext, unit: Unit, packet: EvidencePacket, done: list[UnitRecord]) -> list[Answered]:
     """Every ask of the step, answered (from disk when a resumed step asked it already)."""
     spent = spent_edits(done)
-    seen: dict[str, str] = {}  # this step's edits so far: normalised text -> the ask that proposed it
+    seen: dict[str, Spent] = {}  # this step's edits so far, each with the ask that proposed it
     out = []
     for ask in plan_asks(packet, ctx.config.asks):
         ctx.session.check_stop()
@@ -67,38 +75,30 @@ def gather(ctx: RunContext, unit: Unit, packet: EvidencePacket, done: list[UnitR
         edits, repeats = _split(first.edits, spent, seen)
         answers = [first]
         if first.edits and not edits:  # every edit spent: ask again, told which
+            said = {edit_text_key(e.edit.text) for e in repeats}
             tell = [e.edit.text for e in repeats] + [
-                t for t in _texts(spent, seen) if t not in _said(repeats)
-            ]
+                e.text for key, e in [*seen.items(), *reversed(spent.items())] if key not in said
+            ]  # the answer's repeats, then this step's edits, then the run's latest
             second = _answer(ctx, unit, packet, ask, 1, tell[:SPENT_SHOWN])
             edits, more = _split(second.edits, spent, seen)
             repeats += more
             answers.append(second)
         for edit in edits:
-            seen.setdefault(edit_text_key(edit.text), f"ask {ask.index} of this step")
+            seen.setdefault(edit_text_key(edit.text), Spent(edit.text, f"ask {ask.index} of this step"))
         out.append(Answered(ask, answers, edits, repeats))
     return out
 
 
-def _said(dropped: list[DroppedEdit]) -> set[str]:
-    return {d.edit.text for d in dropped}
-
-
-def _texts(spent: dict[str, str], seen: dict[str, str]) -> list[str]:
-    """Spent edits to tell a re-ask of: this step's first, then the run's latest."""
-    return [*seen, *reversed(list(spent))]
-
-
 def _split(
-    edits: list[Edit], spent: dict[str, str], seen: dict[str, str]
+    edits: list[Edit], spent: dict[str, Spent], seen: dict[str, Spent]
 ) -> tuple[list[Edit], list[DroppedEdit]]:
     fresh: list[Edit] = []
     repeats: list[DroppedEdit] = []
     for edit in edits:
         key = edit_text_key(edit.text)
-        where = spent.get(key) or seen.get(key)
-        if where is not None and edit.op != "delete":
-            repeats.append(DroppedEdit(edit=edit, reason=f"spent: the same edit as {where}"))
+        known = spent.get(key) or seen.get(key)
+        if known is not None and edit.op != "delete":
+            repeats.append(DroppedEdit(edit=edit, reason=f"spent: the same edit as {known.where}"))
         else:
             fresh.append(edit)
     return fresh, repeats
