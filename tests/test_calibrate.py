@@ -47,6 +47,23 @@ def test_calibrate_the_mock_example(tmp_path: Path) -> None:
     assert saved["suite_size"] == result.suite_size
 
 
+def test_calibrate_on_trigger_queries_says_how_many_val_queries_a_gain_needs(tmp_path: Path) -> None:
+    """A trigger suite's calibration counts the val queries a description edit's trade-off needs at
+    a default run's levels, and points to the drafting command when the split is short."""
+    demo = Path(__file__).resolve().parents[1] / "examples" / "trigger-null"
+    result = calibrate(demo / "suite", demo.parent / "trigger-demo" / "skill", reps=1, out=tmp_path / "cal")
+    lines = [line for line in result.suite_size if line.startswith("trigger queries:")]
+    n = len(load_suite(demo / "suite").tasks("val"))
+    assert lines and f"these {n} keep a net gain from +" in lines[0] and "+0.20 needs" in lines[0]
+    short = n < int(lines[0].split("+0.20 needs ")[1].split()[0])
+    assert short == any("skilltune draft triggers" in line for line in lines)
+    skill = demo.parent / "trigger-demo" / "skill"
+    argv = ["calibrate", str(demo / "suite"), "--skill", str(skill), "--agent", "mock", "--reps", "1"]
+    out = runner.invoke(app, [*argv, "--out", str(tmp_path / "cli")])
+    assert out.exit_code == 0, out.output
+    assert " ".join(out.output.split()).count("trigger queries:") == len(lines)
+
+
 def test_an_unknown_metric_is_refused_before_any_rollout(tmp_path: Path) -> None:
     """The Python API's edge: calibrate(metric="bogus") is a UsageError naming the metrics, before
     anything runs (it ran every rollout, then failed with a KeyError on the first record)."""

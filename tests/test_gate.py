@@ -477,3 +477,33 @@ def test_a_run_gate_hands_each_decision_its_harm_scope() -> None:
     assert isinstance(strict, StrictGate) and none is None
     assert vetoes(SequentialGate) and not vetoes(StrictGate)
     assert not hasattr(strict, "trade_offs") and not hasattr(gate, "harm_groups")
+
+
+def test_the_trigger_note_counts_the_queries_a_trade_off_needs() -> None:
+    """A description edit wins some queries and loses a few; with decisions that repeat, the sign-flip
+    p is the binomial tail of the changed queries, and the note turns it into val queries."""
+    from skilltune.gate import trigger_size_notes
+    from skilltune.gate.run import RunAlpha
+    from skilltune.gate.sizing import queries_needed, smallest_kept_gain, trade_off_p
+
+    assert trade_off_p(8, 0) == 2.0**-8  # every changed query won: 2^-m
+    assert trade_off_p(3, 1) == 5 / 16  # P(Bin(4, 1/2) >= 3)
+    assert trade_off_p(2, 2) == 1.0  # no net gain
+    levels = RunAlpha(0.05, "spend", 10).planned_levels()
+    first = queries_needed(0.20, levels[0])
+    last = queries_needed(0.20, levels[-1])
+    assert first is not None and last is not None and first < last
+    net = round(0.2 * first)
+    assert trade_off_p(net + round(net / 2), round(net / 2)) <= levels[0]
+    assert smallest_kept_gain(first, levels[0]) <= 0.20 < (smallest_kept_gain(first - 8, levels[0]) or 1.0)
+    short = trigger_size_notes(28, levels)
+    assert len(short) == 2 and "these 28 keep a net gain from +0.4" in short[0]
+    assert f"+0.20 needs {first} val queries at the first, {last} at the last" in short[0]
+    assert (
+        short[1].startswith("trigger queries: 28 val queries are too few")
+        and "skilltune draft triggers" in short[1]
+    )
+    enough = trigger_size_notes(first + 10, levels)
+    assert len(enough) == 1  # no pointer to the drafting command when the split is long enough
+    one = trigger_size_notes(28, [0.05])
+    assert "at the decision's level (0.05)" in one[0] and "at the last" not in one[0]

@@ -226,3 +226,21 @@ def test_the_report_shows_trigger_decisions_when_the_comparison_has_them(tmp_pat
     assert "Trigger decisions" in html and "(1/2)" in html
     low, high = wilson(1, 2) or (0.0, 0.0)
     assert f"[{low:.3f}, {high:.3f}]" in html
+
+
+def test_train_on_trigger_queries_says_how_many_val_queries_a_gain_needs(tmp_path: Path) -> None:
+    """`train --component description` prints the trigger-query note before any step, with the
+    drafting command when the val split is too short, and a body run on body tasks prints none."""
+    demo = Path(__file__).resolve().parents[1] / "examples"
+    argv = ["train", str(demo / "trigger-null" / "suite"), "--skill", str(demo / "trigger-demo" / "skill")]
+    argv += ["--agent", "mock", "--proposer", "mock", "--max-steps", "1", "--runs-dir", str(tmp_path)]
+    out = runner.invoke(app, [*argv, "--component", "description", "--tag", "d"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    n = len(load_suite(demo / "trigger-null" / "suite").tasks("val"))
+    assert "trigger queries: at 3 val queries won for each one lost" in text and f"these {n} keep" in text
+    needed = int(text.split("+0.20 needs ")[1].split()[0])
+    assert (n < needed) == ("skilltune draft triggers" in text)
+    body_argv = ["train", str(demo / "mock-demo" / "suite"), "--skill", str(demo / "mock-demo" / "skill")]
+    body = runner.invoke(app, [*body_argv, *argv[4:], "--tag", "b"])
+    assert body.exit_code == 0 and "trigger queries" not in body.output

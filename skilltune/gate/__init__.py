@@ -21,7 +21,7 @@ from skilltune.gate.onepass import PairedZGate, StrictGate
 from skilltune.gate.registry import GATES, gate_options, make_gate, vetoes
 from skilltune.gate.run import Policy, RunAlpha, RunGate
 from skilltune.gate.sequential import SequentialGate, SequentialOptions
-from skilltune.gate.sizing import suite_size_notes, val_size_notes
+from skilltune.gate.sizing import suite_size_notes, trigger_size_notes, val_size_notes
 from skilltune.gate.veto import HarmScope, HarmVeto
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "gate_options",
     "make_gate",
     "suite_size_notes",
+    "trigger_size_notes",
     "val_size_notes",
     "vetoes",
 ]

@@ -3,6 +3,12 @@
 A task-level gate at level a needs at least log2(1 / a) improved val tasks (the smallest
 sign-flip p-value of n tasks is 2^-n); a harm confined to a share h of the task population is
 absent from n val tasks with chance (1 - h)^n, where no per-task check can see it.
+
+A description edit on trigger queries is a trade-off: it wins some queries and loses a few, and an
+agent that decides the same way every time adds nothing with replicates, so the number of val
+queries is the only lever. With ``won`` queries won and ``lost`` lost (the others unchanged) the
+sign-flip p is P(Binomial(won + lost, 1/2) >= won); ``trigger_size_notes`` turns that into the
+queries a given net gain needs at the run's levels.
 """
 
 from __future__ import annotations
@@ -94,3 +100,88 @@ def suite_size_notes(
         f"{k} decisions"
     )
     return [size, harm]
+
+
+WON_PER_LOST = 3  # the trade-off the trigger note assumes: three val queries won for each one lost
+DRAFT_HINT = "skilltune draft triggers"  # the command that drafts more queries (docs/trigger.md)
+
+
+def trade_off_p(won: int, lost: int) -> float:
+    """The one-sided sign-flip p of ``won`` queries won and ``lost`` lost, the others unchanged:
+    P(Binomial(won + lost, 1/2) >= won), exact (the gate's test when replicates repeat)."""
+    changed = won + lost
+    if won <= lost:
+        return 1.0
+    return sum(math.comb(changed, k) for k in range(won, changed + 1)) / 2.0**changed
+
+
+def _kept(gain: float, queries: int, level: float) -> bool:
+    """Whether a net ``gain`` (a share of ``queries``) at WON_PER_LOST won per lost is kept at ``level``."""
+    net = round(gain * queries)
+    lost = round(net / (WON_PER_LOST - 1))
+    return net >= 1 and trade_off_p(net + lost, lost) <= level
+
+
+def queries_needed(gain: float, level: float, most: int = 10_000) -> int | None:
+    """The fewest val queries with which a description edit of net ``gain`` (WON_PER_LOST queries won
+    for each lost) is kept at ``level``, and keeps being kept with more (None: beyond ``most``)."""
+    run, start = 0, None
+    for n in range(1, most + 1):
+        if _kept(gain, n, level):
+            start = n if run == 0 else start
+            run += 1
+            if run == 5:  # rounding can let one size pass and the next fail: ask for five in a row
+                return start
+        else:
+            run = 0
+    return None
+
+
+def smallest_kept_gain(queries: int, level: float) -> float | None:
+    """The smallest net gain (in hundredths) ``queries`` val queries can keep at ``level`` (None: none)."""
+    for hundredths in range(1, 101):
+        if _kept(hundredths / 100, queries, level):
+            return hundredths / 100
+    return None
+
+
+def trigger_size_notes(
+    queries: int, levels: list[float], gain: float = 0.20, agents: int = 1, draft: bool = True
+) -> list[str]:
+    """What trigger val queries a run at these decision levels needs: the smallest net gain these
+    ``queries`` can keep at the first and last decision, the queries a net ``gain`` needs, and a
+    pointer to the drafting command when they are too few (``draft``). With several ``agents`` each
+    query is a unit per agent (an agent that decides alike on every query multiplies the units)."""
+    if not levels or queries < 1:
+        return []
+    units = queries * agents
+    first, last = levels[0], levels[-1]
+
+    def signed(g: float | None) -> str:
+        return "no gain" if g is None else f"+{g:.2f}"
+
+    need = (queries_needed(gain, first), queries_needed(gain, last))
+
+    def per_agent(n: int | None) -> str:
+        return "more than 10000" if n is None else str(math.ceil(n / agents))
+
+    what = f"these {queries}" + ("" if agents == 1 else f" ({agents} agents: {units} units)")
+    if first == last:
+        at = f"from {signed(smallest_kept_gain(units, first))} at the decision's level ({first:.3g}); "
+        needs = f"+{gain:.2f} needs {per_agent(need[0])} val queries"
+    else:
+        at = (
+            f"from {signed(smallest_kept_gain(units, first))} at the first decision (level {first:.3g}), "
+            f"{signed(smallest_kept_gain(units, last))} at the last ({last:.3g}); "
+        )
+        needs = f"+{gain:.2f} needs {per_agent(need[0])} val queries at the first, {per_agent(need[1])} at the last"
+    lines = [
+        f"trigger queries: at {WON_PER_LOST} val queries won for each one lost (an agent that decides alike "
+        f"every time adds nothing with replicates: only queries add evidence), {what} keep a net gain {at}{needs}"
+    ]
+    if draft and need[0] is not None and queries < math.ceil(need[0] / agents):
+        lines.append(
+            f"trigger queries: {queries} val queries are too few to keep a +{gain:.2f} trade-off at any "
+            f"decision of this run: draft more ({DRAFT_HINT}, docs/trigger.md) and review them"
+        )
+    return lines

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from skilltune.gate import suite_size_notes, val_size_notes
+from skilltune.gate import suite_size_notes, trigger_size_notes, val_size_notes
 from skilltune.gate.run import RunAlpha
 from skilltune.judge.noise import JudgeNoise
 from skilltune.measure import read_suite
@@ -172,7 +172,8 @@ def calibrate(
         levers=levers(regime, flaky, flat, len(tasks), reps) + ([gate_warning] if gate_warning else []),
         gate_levels={"first": round(levels[0], 6), "last": round(levels[-1], 6)},
         tasks_to_accept={"first": tasks_to_accept(levels[0]), "last": tasks_to_accept(levels[-1])},
-        suite_size=suite_size_notes(len(tasks), levels, DEFAULT_ALPHA, _vetoed(suite, split, len(tasks))),
+        suite_size=suite_size_notes(len(tasks), levels, DEFAULT_ALPHA, _vetoed(suite, split, len(tasks)))
+        + trigger_size_notes(_triggers(suite, split), levels),
         tasks=tasks,
         judge=_judge_noise(suite, out, metric, values),
     )
@@ -180,9 +181,14 @@ def calibrate(
     return calibration
 
 
+def _triggers(suite: Suite, split: str) -> int:
+    """The split's trigger tasks (queries)."""
+    return sum(suite.scoring_mode(t) == "trigger" for t in suite.tasks(split))
+
+
 def _vetoed(suite: Suite, split: str, n: int) -> int | None:
     """The split's tasks the harm veto looks at (its body tasks) when it holds trigger tasks, else None."""
-    trigger = sum(suite.scoring_mode(t) == "trigger" for t in suite.tasks(split))
+    trigger = _triggers(suite, split)
     return n - trigger if trigger else None
 
 

@@ -11,7 +11,7 @@ gate, the edit budget, the proposer); this module only sequences them.
 from __future__ import annotations
 
 from skilltune.errors import UsageError
-from skilltune.gate import suite_size_notes, val_size_notes
+from skilltune.gate import suite_size_notes, trigger_size_notes, val_size_notes
 from skilltune.propose.reflect import render_memory
 from skilltune.rollout.tally import accuracy
 from skilltune.runfiles import CARRIED, UnitRecord
@@ -115,6 +115,9 @@ def _warn_val_size(ctx: RunContext) -> None:
     vetoed = len(val) - trigger if trigger else None
     for line in suite_size_notes(len(val), levels, ctx.gate.run_alpha.alpha, vetoed, agents):
         ctx.reporter.line(line)
+    if trigger and (ctx.config.component != "body" or trigger == len(val)):
+        for line in trigger_size_notes(trigger, levels, agents=agents):
+            ctx.reporter.line(line)
     if warning:
         ctx.reporter.line(warning)
 
