@@ -19,6 +19,8 @@ from skilltune.errors import ScoringError, SkilltuneError, UsageError
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
+    from skilltune.draft.review import apply_review
+    from skilltune.draft.triggers import draft_triggers
     from skilltune.measure.compare import compare
     from skilltune.measure.evaluate import EvalSummary, evaluate
     from skilltune.measure.smoke import smoke
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 
 # name -> the module that defines it (imported when the name is first read)
 _LAZY = {
+    "apply_review": "skilltune.draft.review",
+    "draft_triggers": "skilltune.draft.triggers",
     "Comparison": "skilltune.runfiles",
     "compare": "skilltune.measure.compare",
     "EvalSummary": "skilltune.measure.evaluate",
@@ -57,7 +61,9 @@ __all__ = [
     "TrainResult",
     "UsageError",
     "__version__",
+    "apply_review",
     "compare",
+    "draft_triggers",
     "evaluate",
     "lint_candidate",
     "load_skill",

@@ -108,10 +108,13 @@ def test_every_rollout_command_takes_its_settings_from_a_model() -> None:
         ("meta-eval", "null"): "MetaEvalSettings",
         ("judge", "check"): "RolloutSettings",
         ("judge", "agreement"): "RolloutSettings",
+        ("draft", "triggers"): "DraftSettings",
     }
 
 
-SETTING_COMMANDS = [("train",), ("run",), ("calibrate",), ("compare",), ("smoke",), ("meta-eval", "planted")]
+SETTING_COMMANDS = [
+    ("train",), ("run",), ("calibrate",), ("compare",), ("smoke",), ("meta-eval", "planted"), ("draft", "triggers")
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("words", SETTING_COMMANDS, ids="-".join)

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("measure",),
     ("session",),
     ("execute",),
+    ("draft",),
     ("propose",),
     ("gate",),
     ("rollout", "skill_repo"),

@@ -10,9 +10,9 @@ ended ``blocked`` or ``crash`` (or skilltune itself failed).
 from __future__ import annotations
 
 from skilltune.cli.app import app
-from skilltune.cli import evaluate, train, compare, inspect, judge, report
+from skilltune.cli import evaluate, train, compare, inspect, judge, draft, report
 
-__all__ = ["app", "compare", "evaluate", "inspect", "judge", "main", "report", "train"]
+__all__ = ["app", "compare", "draft", "evaluate", "inspect", "judge", "main", "report", "train"]
 
 
 def main() -> None:

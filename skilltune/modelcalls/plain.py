@@ -127,7 +127,7 @@ class Asked(Generic[T]):
 def ask_structured(
     model: PlainModel,
     request: ChatRequest,
-    schema: type[BaseModel],
+    schema: type[BaseModel] | None,
     read: Callable[[Answer], T],
     *,
     repair_rounds: int = 1,
@@ -135,7 +135,7 @@ def ask_structured(
     cancel: Cancel = None,
 ) -> Asked[T]:
     """``read`` applied to the model's answer to ``request`` (``schema`` asked for as structured
-    output); an answer ``read`` refuses (ValueError) is asked again, at most ``repair_rounds``
+    output; None: a text answer, as a small model writes one most readily); an answer ``read`` refuses (ValueError) is asked again, at most ``repair_rounds``
     times, with the last user message replaced by ``repair(prompt, problem, attempt)`` (attempt
     counts from 2). ModelCallError and CallCancelled pass through."""
     prompt = last_user(request)

@@ -1,1 +1,2 @@
-"""Prompt templates of the model proposers (reflect, rewrite, slow update), read as package data."""
+"""Prompt templates, read as package data: the model proposers' (reflect, focus, describe, rewrite,
+slow update) and the trigger drafter's (draft_queries, draft_check)."""

@@ -36,13 +36,21 @@ def read_catalogue(root: Path) -> tuple[tuple[Candidate, ...], list[Problem]]:
     folder = catalogue_folder(root)
     if not folder.exists():
         return (), []
+    return read_skill_folders(folder)
+
+
+def read_skill_folders(
+    folder: Path, leave_out: Path | None = None
+) -> tuple[tuple[Candidate, ...], list[Problem]]:
+    """The skills of a folder of skill folders (``<name>/SKILL.md``) in name order, and the problems
+    that keep any of them out; ``leave_out`` (a skill folder) is passed over."""
     if not folder.is_dir():
         return (), [Problem(file=str(folder), message="must be a folder of skill folders (<name>/SKILL.md)")]
     skills: list[Candidate] = []
     problems: list[Problem] = []
     seen: dict[str, Path] = {}
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
+        if entry.name.startswith(".") or (leave_out is not None and entry.resolve() == leave_out.resolve()):
             continue
         if not entry.is_dir():
             problems.append(

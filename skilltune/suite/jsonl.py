@@ -22,6 +22,7 @@ from skilltune.store import iter_tree
 from skilltune.suite.base import Suite
 from skilltune.suite.checks import BESIDE_SCORING, check_task
 from skilltune.suite.compat import check_judge_block, check_suites, departures
+from skilltune.suite.draft_review import REVIEW_FILE, review_problems
 from skilltune.suite.model import REQUIRED_SPLITS, SPLITS, TRIGGER_MODE, Problem, SuiteConfig, Task
 from skilltune.suite.trigger_evals import TRIGGER_EVALS_FILE, read_trigger_evals
 from skilltune.validation import field_problem, field_problems
@@ -190,6 +191,8 @@ def read_jsonl_suite(root: Path) -> tuple[JsonlSuite | None, list[Problem]]:
             )
         splits[split] = tasks
     locations = _add_trigger_evals(root, splits, default_mode, seen, problems) if has_trigger_evals else {}
+    if (root / REVIEW_FILE).is_file():  # a drafted suite: its review's decisions must be in the split files
+        problems += review_problems(root, splits, complete=not any(not p.warning for p in problems))
 
     _check_rubric(root, problems)
     _check_symlinks(root, problems)
