@@ -140,7 +140,7 @@ def _finish_run(result: TrainResult) -> None:
         f"seed val {fmt(result.seed_val)}, best val {fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
     )
     if result.comparison is not None:
-        print_comparison(result.comparison)
+        print_comparison(result.comparison, Path(result.run_dir) / "final")
     print_hurt(Path(result.run_dir), result.best_hash)
     if result.audit_findings:
         out.print(
