@@ -3,6 +3,7 @@ task; no console error; no network request; a screenshot for the docs."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -80,6 +81,54 @@ def test_report_in_chromium_and_its_screenshot(demo: Path, tmp_path: Path) -> No
         watched.page.wait_for_function("document.getElementById('plot-heatmap')._fullData[0].zmin === 0")
         assert watched.console_errors == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+TICKS_JS = """
+() => {
+  const plot = document.getElementById('plot-heatmap');
+  const rows = [...plot.querySelectorAll('g')].filter(g => /^y\\d*tick$/.test(g.getAttribute('class') || ''));
+  return rows.map(g => g.querySelector('text').getBoundingClientRect()).map(r => [r.top, r.bottom]);
+}
+"""
+
+
+def test_the_heatmap_of_several_agents_has_a_panel_each_with_every_label_apart(
+    demo: Path, tmp_path: Path
+) -> None:
+    """3 agents x 48 val tasks (144 rows): one panel per agent titled with its label, each task's
+    label drawn (the agent's prefix left to the title) and apart from its neighbours; the buttons
+    restyle every panel."""
+    import random
+
+    from skilltune.report import summarize
+    from skilltune.report.page import render_page
+
+    s = summarize(demo)
+    assert s.heatmap is not None
+    agents, units = ["crn", "follows", "harmed"], s.heatmap.units
+    tasks = [f"{agent}/val-task-with-a-long-name-{i:02d}" for agent in agents for i in range(48)]
+    rng = random.Random(0)
+    cells = [[round(rng.random(), 3) for _ in units] for _ in tasks]
+    s.agents = agents
+    s.heatmap = s.heatmap.model_copy(update={"tasks": tasks, "candidate": cells, "incumbent": cells})
+    page_path = tmp_path / "agents.html"
+    page_path.write_text(render_page(s))
+    with chromium() as browser:
+        watched = open_page(browser, page_path.as_uri(), plots=4)
+        page = watched.page
+        drawn = marks(page)["plot-heatmap"]
+        assert drawn["heatmap"] == [[48, len(units)]] * 3 and drawn["images"] == 3
+        titles = page.locator("#plot-heatmap .annotation-text").all_text_contents()
+        assert titles == [f"agent {agent} (48 val tasks)" for agent in agents]
+        labels = sorted(page.evaluate(TICKS_JS))
+        assert len(labels) == 144
+        for (_, bottom), (top, _) in itertools.pairwise(labels):
+            assert bottom <= top + 0.5, labels  # each label clear of the one below it
+        shown = page.locator("#plot-heatmap .ytick text").all_text_contents()
+        assert shown[0] == "val-task-with-a-long-name-00"
+        page.locator("#plot-heatmap .updatemenu-button").filter(has_text="candidate - incumbent").click()
+        page.wait_for_function("document.getElementById('plot-heatmap')._fullData.every(d => d.zmin === -1)")
+        assert watched.console_errors == []
 
 
 def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
