@@ -131,6 +131,26 @@ def test_the_heatmap_of_several_agents_has_a_panel_each_with_every_label_apart(
         assert watched.console_errors == []
 
 
+def test_proposer_notes_read_as_sentences_in_chromium(demo: Path) -> None:
+    """A step whose own proposals gave no candidate (reflections.json's why_not) says so in words in
+    its Proposer notes, not as a Python list."""
+    from skilltune.runfiles import ReflectionsFile
+
+    found = {
+        int(p.parent.name.split("_")[1]): ReflectionsFile.read(p).notes
+        for p in sorted((demo / "steps").glob("step_*/reflections.json"))
+    }
+    why = {index: notes["why_not"] for index, notes in found.items() if "why_not" in notes}
+    assert why  # the demo has steps whose batch all passed
+    with chromium() as browser:
+        watched = open_page(browser, (demo / "report.html").as_uri(), plots=4)
+        for index, (_, reason) in why.items():
+            notes = watched.page.locator(f"#step-{index} ul.notes li").all_text_contents()
+            assert notes == [f"No candidate of the step's own. {reason[:1].upper()}{reason[1:]}."], notes
+            assert "why_not" not in (watched.page.locator(f"#step-{index}").text_content() or "")
+        assert watched.console_errors == []
+
+
 def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
     """As an e-mail attachment would: the file alone, away from its run directory."""
     alone = tmp_path / "attachment.html"

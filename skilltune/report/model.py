@@ -6,7 +6,7 @@ is measured again. Scores are on the run's gate metric (hard, soft or mixed).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -136,7 +136,7 @@ class UnitView(BaseModel):
     proposed: list[EditView] = Field(default_factory=list)
     diff: str = ""
     guidance: str = ""
-    notes: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)  # the proposer's notes, each in words
 
     @property
     def finished(self) -> bool:
