@@ -151,6 +151,26 @@ def test_proposer_notes_read_as_sentences_in_chromium(demo: Path) -> None:
         assert watched.console_errors == []
 
 
+def test_a_gated_units_header_names_the_futility_bound_in_chromium(demo: Path) -> None:
+    """The sign-flip gate records no lower end: the unit's header shows its futility upper bound as
+    such, not as an interval with a dash for its lower end."""
+    from skilltune.report import summarize
+    from skilltune.textfmt import signed
+
+    one_sided = [
+        u for u in summarize(demo).units if u.interval and u.interval.low is None and u.interval.high
+    ]
+    assert one_sided  # the demo's gate is the sequential sign-flip test
+    with chromium() as browser:
+        watched = open_page(browser, (demo / "report.html").as_uri(), plots=4)
+        for u in one_sided:
+            assert u.interval is not None and u.interval.high is not None
+            header = " ".join(watched.page.locator(f"#{u.kind}-{u.index} > summary").inner_text().split())
+            expected = f"gain {signed(u.interval.gain)} (futility bound {signed(u.interval.high)})"
+            assert expected in header and "[-," not in header, header
+        assert watched.console_errors == []
+
+
 def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
     """As an e-mail attachment would: the file alone, away from its run directory."""
     alone = tmp_path / "attachment.html"
