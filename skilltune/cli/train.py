@@ -115,7 +115,7 @@ def print_units(run_dir: Path) -> None:
     table.add_column("edits / reason")
     several = "agents" in index  # a run with several agents: each one's val figures, and its veto
     if several:
-        table.add_column("agents (val cand>inc)", min_width=22)
+        table.add_column("agents (val inc -> cand)", min_width=24)
 
     def num(text: str) -> str:
         return f"{float(text):.3f}" if text else "-"

@@ -203,13 +203,14 @@ class AgentEvidence(BaseModel):
     hurt: bool
 
     def cell(self) -> str:
-        """Its results.tsv form: ``label cand>inc`` with the regression's p when it hurt."""
+        """Its results.tsv form: ``label inc -> cand`` (the val score from the incumbent to the
+        candidate) with the regression's p when it hurt."""
 
         def num(value: float | None) -> str:
             return "-" if value is None else f"{value:.3f}"
 
         hurt = f" HURT p={self.p_value:.3g}" if self.hurt and self.p_value is not None else ""
-        return f"{self.label} {num(self.val_candidate)}>{num(self.val_incumbent)}{hurt}"
+        return f"{self.label} {num(self.val_incumbent)} -> {num(self.val_candidate)}{hurt}"
 
 
 class HarmCheck(BaseModel):
