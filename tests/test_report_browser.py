@@ -171,6 +171,37 @@ def test_a_gated_units_header_names_the_futility_bound_in_chromium(demo: Path) -
         assert watched.console_errors == []
 
 
+@pytest.fixture(scope="module")
+def stopped_in_gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo run stopped in step 1's gate: no gate has decided."""
+    from tests.report_runs import train_stopped_in_gate
+
+    return train_stopped_in_gate(tmp_path_factory.mktemp("runs"), "halt1", step=1)
+
+
+def test_commands_in_the_reports_text_are_code_with_the_runs_path_in_chromium(
+    stopped_in_gate: Path, tmp_path: Path
+) -> None:
+    """The header's reason and the warnings show a command as <code>, never in literal backticks,
+    and the audit warning names this run, not a RUNDIR placeholder."""
+    import shutil
+
+    run = tmp_path / "halt1"
+    shutil.copytree(stopped_in_gate, run)
+    (run / "audit.json").write_text("{")  # a damaged audit.json: the report shows it as a finding
+    path = write_report(run)
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=2)
+        page = watched.page
+        header = page.locator("p.meta").first
+        assert "`" not in header.inner_text()
+        assert header.locator("code").all_inner_texts() == ["skilltune resume"]
+        warnings = page.locator("ul.warnings").first
+        assert "`" not in warnings.inner_text() and "RUNDIR" not in warnings.inner_text()
+        assert f"skilltune audit {run}" in warnings.locator("code").all_inner_texts()
+        assert watched.console_errors == []
+
+
 def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
     """As an e-mail attachment would: the file alone, away from its run directory."""
     alone = tmp_path / "attachment.html"
