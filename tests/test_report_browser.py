@@ -202,6 +202,28 @@ def test_commands_in_the_reports_text_are_code_with_the_runs_path_in_chromium(
         assert watched.console_errors == []
 
 
+def test_a_run_stopped_in_its_first_gate_says_the_gate_was_interrupted_in_chromium(
+    stopped_in_gate: Path, tmp_path: Path
+) -> None:
+    """No gate has decided, but step 1's gate ran rollouts before the stop: the heatmap's section says
+    the gate was interrupted, not that none has run."""
+    from skilltune.report import summarize
+
+    unit = next(u for u in summarize(stopped_in_gate).units if u.name == "step_0001")
+    assert unit.verdict == "unfinished" and unit.decision == "in gate" and unit.rollouts > 0
+    path = write_report(stopped_in_gate, tmp_path / "report.html")
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=2)
+        section = watched.page.locator("#heatmap ~ p.muted").all_inner_texts()  # the heading's paragraphs
+        said = next((" ".join(p.split()) for p in section if p.startswith("No gate has")), "")
+        assert said.startswith(
+            "No gate has decided yet: step 1's gate was interrupted before its verdict (the run ended stopped)"
+        ), said
+        assert f"its {unit.rollouts:,} rollouts count in the cost below" in said
+        assert "No gate has run yet" not in watched.page.content()
+        assert watched.console_errors == []
+
+
 def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:
     """As an e-mail attachment would: the file alone, away from its run directory."""
     alone = tmp_path / "attachment.html"
