@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from skilltune.rundir import RunDir
-from skilltune.runfiles import UnitRecord, Verdict
+from skilltune.runfiles import TrainConfig, UnitDecision, UnitRecord, Verdict
 from skilltune.runfiles.units import HarmCheck, SecondaryCheck
+from skilltune.skill import load_skill
 from skilltune.training import train
-from skilltune.training.carry import CarryPolicy
-from tests.helpers import MOCK_SKILL_16, MOCK_SUITE_16, quiet, stopped_run
+from skilltune.training.carry import Carried, CarryPolicy, Gate
+from skilltune.training.gating import Draft
+from skilltune.training.units import Unit
+from tests.helpers import MOCK_SKILL, MOCK_SKILL_16, MOCK_SUITE_16, quiet, stopped_run
 
 
 def _record(index: int, decision: str, verdict: str = "discard", alpha: float | None = None) -> UnitRecord:
@@ -125,6 +130,37 @@ def test_a_carried_candidate_survives_a_stop_and_resume(tmp_path: Path) -> None:
         reporter=quiet(),
     )  # fmt: skip
     assert run.results.read_text() == (tmp_path / "u" / "results.tsv").read_text()
+
+
+@pytest.mark.parametrize(
+    ("why", "said"),
+    [
+        (
+            ("empty", "every train rollout of the batch passed: no failure to ask about"),
+            "this step added nothing (every train rollout of the batch passed: no failure to ask about), "
+            "so step 1's carried candidate was gated as it was: ",
+        ),
+        (
+            ("screen", "screen: no rule fixed more train tasks than it broke (6 screened)"),
+            "this step added nothing (the screen kept none: no rule fixed more train tasks than it broke "
+            "(6 screened)), so step 1's carried candidate was gated as it was: ",
+        ),
+        (None, "step 1's carried candidate was gated as it was: "),
+    ],
+)
+def test_a_step_that_adds_nothing_gates_the_carried_candidate_and_says_so(
+    why: tuple[UnitDecision, str] | None, said: str
+) -> None:
+    """The step's reason starts with a sentence saying why the carried candidate was gated alone
+    (the gate's reason follows it)."""
+    config = TrainConfig(suite="s", skill=str(MOCK_SKILL), tag="t", max_steps=2)
+    seed = load_skill(MOCK_SKILL)
+    record = _record(1, "carry", "carried")
+    draft = Draft(Unit("step", 2, 2), 2, 1, "p", "mixed", edits=record.edits, edit_texts=["rule 1"], carried=1,
+                  carried_edits=1)  # fmt: skip
+    route = CarryPolicy("run").route(config, draft, None, None, Carried(record, seed), why)
+    assert isinstance(route, Gate) and route.candidate == seed
+    assert route.draft.note == said
 
 
 def test_a_config_without_carry_reads_as_off_whatever_the_default(tmp_path: Path) -> None:

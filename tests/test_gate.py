@@ -495,7 +495,8 @@ def test_the_trigger_note_counts_the_queries_a_trade_off_needs() -> None:
     assert first is not None and last is not None and first < last
     net = round(0.2 * first)
     assert trade_off_p(net + round(net / 2), round(net / 2)) <= levels[0]
-    assert smallest_kept_gain(first, levels[0]) <= 0.20 < (smallest_kept_gain(first - 8, levels[0]) or 1.0)
+    kept = smallest_kept_gain(first, levels[0])
+    assert kept is not None and kept <= 0.20 < (smallest_kept_gain(first - 8, levels[0]) or 1.0)
     short = trigger_size_notes(28, levels)
     assert len(short) == 2 and "these 28 keep a net gain from +0.4" in short[0]
     assert f"+0.20 needs {first} val queries at the first, {last} at the last" in short[0]

@@ -134,6 +134,7 @@ def test_clean_hunks_apply_a_conflict_is_named_and_nothing_is_written_without_ap
     assert "<<<<<<< live - Open with a two-sentence summary: what broke and for whom." in output
     assert output.count("held-out (test, mixed) for the whole patch: S0 0.") == 1
     assert "left out" in output and "nothing written: add --apply" in output
+    assert "warning: 1 hunk conflicts with the live skill and is left out: the patch below is not" in output
 
     plan = promote(run.root, live)
     assert [h.status for h in plan.hunks] == ["conflict", "clean"]
@@ -234,6 +235,9 @@ def test_a_changed_line_among_applied_hunks_stays_a_conflict(appended: RunDir, t
     assert "up to date" not in result.output
     output = " ".join(result.output.split())
     assert "nothing written: the live skill already holds 1 hunk; the other 1 conflicts" in output
+    assert "merge it by hand from the conflict above" in output  # one hunk: not "each"
+    assert "warning: 1 hunk conflicts with the live skill and is left out" in output
+    assert "patch below" not in output and "patch against" not in output  # no patch is printed
     assert _tree(live) == before
 
 
@@ -252,6 +256,8 @@ def test_every_hunk_in_conflict_is_said_plainly_with_what_to_do(run: RunDir, tmp
     assert "does not conflict" not in output
     assert "nothing written: all 2 hunks conflict with the live skill" in output
     assert f"merge each by hand from the conflicts above, or compare {live} with {run.best_dir}" in output
+    assert "warning: 2 hunks conflict with the live skill and are left out" in output
+    assert "patch below" not in output and "patch against" not in output  # no patch is printed
     assert _tree(live) == before
 
 

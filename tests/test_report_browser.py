@@ -3,6 +3,7 @@ task; no console error; no network request; a screenshot for the docs."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -80,6 +81,147 @@ def test_report_in_chromium_and_its_screenshot(demo: Path, tmp_path: Path) -> No
         watched.page.wait_for_function("document.getElementById('plot-heatmap')._fullData[0].zmin === 0")
         assert watched.console_errors == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+TICKS_JS = """
+() => {
+  const plot = document.getElementById('plot-heatmap');
+  const rows = [...plot.querySelectorAll('g')].filter(g => /^y\\d*tick$/.test(g.getAttribute('class') || ''));
+  return rows.map(g => g.querySelector('text').getBoundingClientRect()).map(r => [r.top, r.bottom]);
+}
+"""
+
+
+def test_the_heatmap_of_several_agents_has_a_panel_each_with_every_label_apart(
+    demo: Path, tmp_path: Path
+) -> None:
+    """3 agents x 48 val tasks (144 rows): one panel per agent titled with its label, each task's
+    label drawn (the agent's prefix left to the title) and apart from its neighbours; the buttons
+    restyle every panel."""
+    import random
+
+    from skilltune.report import summarize
+    from skilltune.report.page import render_page
+
+    s = summarize(demo)
+    assert s.heatmap is not None
+    agents, units = ["crn", "follows", "harmed"], s.heatmap.units
+    tasks = [f"{agent}/val-task-with-a-long-name-{i:02d}" for agent in agents for i in range(48)]
+    rng = random.Random(0)
+    cells = [[round(rng.random(), 3) for _ in units] for _ in tasks]
+    s.agents = agents
+    s.heatmap = s.heatmap.model_copy(update={"tasks": tasks, "candidate": cells, "incumbent": cells})
+    page_path = tmp_path / "agents.html"
+    page_path.write_text(render_page(s))
+    with chromium() as browser:
+        watched = open_page(browser, page_path.as_uri(), plots=4)
+        page = watched.page
+        drawn = marks(page)["plot-heatmap"]
+        assert drawn["heatmap"] == [[48, len(units)]] * 3 and drawn["images"] == 3
+        titles = page.locator("#plot-heatmap .annotation-text").all_text_contents()
+        assert titles == [f"agent {agent} (48 val tasks)" for agent in agents]
+        labels = sorted(page.evaluate(TICKS_JS))
+        assert len(labels) == 144
+        for (_, bottom), (top, _) in itertools.pairwise(labels):
+            assert bottom <= top + 0.5, labels  # each label clear of the one below it
+        shown = page.locator("#plot-heatmap .ytick text").all_text_contents()
+        assert shown[0] == "val-task-with-a-long-name-00"
+        page.locator("#plot-heatmap .updatemenu-button").filter(has_text="candidate - incumbent").click()
+        page.wait_for_function("document.getElementById('plot-heatmap')._fullData.every(d => d.zmin === -1)")
+        assert watched.console_errors == []
+
+
+def test_proposer_notes_read_as_sentences_in_chromium(demo: Path) -> None:
+    """A step whose own proposals gave no candidate (reflections.json's why_not) says so in words in
+    its Proposer notes, not as a Python list."""
+    from skilltune.runfiles import ReflectionsFile
+
+    found = {
+        int(p.parent.name.split("_")[1]): ReflectionsFile.read(p).notes
+        for p in sorted((demo / "steps").glob("step_*/reflections.json"))
+    }
+    why = {index: notes["why_not"] for index, notes in found.items() if "why_not" in notes}
+    assert why  # the demo has steps whose batch all passed
+    with chromium() as browser:
+        watched = open_page(browser, (demo / "report.html").as_uri(), plots=4)
+        for index, (_, reason) in why.items():
+            notes = watched.page.locator(f"#step-{index} ul.notes li").all_text_contents()
+            assert notes == [f"No candidate of the step's own. {reason[:1].upper()}{reason[1:]}."], notes
+            assert "why_not" not in (watched.page.locator(f"#step-{index}").text_content() or "")
+        assert watched.console_errors == []
+
+
+def test_a_gated_units_header_names_the_futility_bound_in_chromium(demo: Path) -> None:
+    """The sign-flip gate records no lower end: the unit's header shows its futility upper bound as
+    such, not as an interval with a dash for its lower end."""
+    from skilltune.report import summarize
+    from skilltune.textfmt import signed
+
+    one_sided = [
+        u for u in summarize(demo).units if u.interval and u.interval.low is None and u.interval.high
+    ]
+    assert one_sided  # the demo's gate is the sequential sign-flip test
+    with chromium() as browser:
+        watched = open_page(browser, (demo / "report.html").as_uri(), plots=4)
+        for u in one_sided:
+            assert u.interval is not None and u.interval.high is not None
+            header = " ".join(watched.page.locator(f"#{u.kind}-{u.index} > summary").inner_text().split())
+            expected = f"gain {signed(u.interval.gain)} (futility bound {signed(u.interval.high)})"
+            assert expected in header and "[-," not in header, header
+        assert watched.console_errors == []
+
+
+@pytest.fixture(scope="module")
+def stopped_in_gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo run stopped in step 1's gate: no gate has decided."""
+    from tests.report_runs import train_stopped_in_gate
+
+    return train_stopped_in_gate(tmp_path_factory.mktemp("runs"), "halt1", step=1)
+
+
+def test_commands_in_the_reports_text_are_code_with_the_runs_path_in_chromium(
+    stopped_in_gate: Path, tmp_path: Path
+) -> None:
+    """The header's reason and the warnings show a command as <code>, never in literal backticks,
+    and the audit warning names this run, not a RUNDIR placeholder."""
+    import shutil
+
+    run = tmp_path / "halt1"
+    shutil.copytree(stopped_in_gate, run)
+    (run / "audit.json").write_text("{")  # a damaged audit.json: the report shows it as a finding
+    path = write_report(run)
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=2)
+        page = watched.page
+        header = page.locator("p.meta").first
+        assert "`" not in header.inner_text()
+        assert header.locator("code").all_inner_texts() == ["skilltune resume"]
+        warnings = page.locator("ul.warnings").first
+        assert "`" not in warnings.inner_text() and "RUNDIR" not in warnings.inner_text()
+        assert f"skilltune audit {run}" in warnings.locator("code").all_inner_texts()
+        assert watched.console_errors == []
+
+
+def test_a_run_stopped_in_its_first_gate_says_the_gate_was_interrupted_in_chromium(
+    stopped_in_gate: Path, tmp_path: Path
+) -> None:
+    """No gate has decided, but step 1's gate ran rollouts before the stop: the heatmap's section says
+    the gate was interrupted, not that none has run."""
+    from skilltune.report import summarize
+
+    unit = next(u for u in summarize(stopped_in_gate).units if u.name == "step_0001")
+    assert unit.verdict == "unfinished" and unit.decision == "in gate" and unit.rollouts > 0
+    path = write_report(stopped_in_gate, tmp_path / "report.html")
+    with chromium() as browser:
+        watched = open_page(browser, path.as_uri(), plots=2)
+        section = watched.page.locator("#heatmap ~ p.muted").all_inner_texts()  # the heading's paragraphs
+        said = next((" ".join(p.split()) for p in section if p.startswith("No gate has")), "")
+        assert said.startswith(
+            "No gate has decided yet: step 1's gate was interrupted before its verdict (the run ended stopped)"
+        ), said
+        assert f"its {unit.rollouts:,} rollouts count in the cost below" in said
+        assert "No gate has run yet" not in watched.page.content()
+        assert watched.console_errors == []
 
 
 def test_report_opens_from_a_copy_elsewhere(demo: Path, tmp_path: Path) -> None:

@@ -305,3 +305,18 @@ def test_trigger_report_shows_one_description_kept_and_the_query_of_each_cited_t
         assert f'<span class="muted">task:</span> {c.prompt}' in html.replace("&#39;", "'").replace(
             "&quot;", '"'
         )
+
+
+def test_the_kept_commit_names_the_description_the_skill_holds(trigger: Path) -> None:
+    """The kept version's commit (the report's Lineage row) names the description its candidate
+    holds, not the ones the chain replaced, and says how many it replaced."""
+    from skilltune.report.lineage import read_lineage
+
+    keep = next(u for u in summarize(trigger).units if u.verdict == "keep")
+    descriptions = [e for e in keep.edits if e.startswith("description:")]
+    held = "description: " + load_skill(trigger / "best_skill").description
+    assert len(descriptions) >= 2 and descriptions[-1] == held
+    subject = next(v.subject for v in read_lineage(trigger / "skill-repo") if v.best)
+    assert held in subject
+    assert not any(replaced in subject for replaced in descriptions[:-1])
+    assert f"replacing {len(descriptions) - 1} earlier descriptions of the chain" in subject

@@ -73,6 +73,22 @@ def test_results_rows_are_rebuilt_from_the_unit_records(run: RunDir) -> None:
     assert cells["candidate"] == records[0].candidate[:12] and cells["step"] == "1"
 
 
+def test_a_results_row_names_the_edits_the_candidate_holds(run: RunDir) -> None:
+    """Past three edits the row says how many more; a description the chain replaced is left out."""
+    found = run.unit_record("step", 1)
+    assert found is not None
+    unit = found.model_copy(update={"verdict": "keep", "carried": None, "carried_edits": 0})
+    rules = [f"append: - Rule {i}." for i in range(1, 5)]
+    cells = unit.model_copy(update={"edits": rules}).row()
+    assert cells["description"] == "append: - Rule 1.; append: - Rule 2.; append: - Rule 3.; and 1 more edit"
+    chain = ["description: Old one.", "append: - Rule 1.", "description: Older two.", "description: Kept."]
+    cells = unit.model_copy(update={"edits": chain}).row()
+    assert cells["description"] == (
+        "append: - Rule 1.; description: Kept. (replacing 2 earlier descriptions of the chain)"
+    )
+    assert cells["edits"] == 4
+
+
 def test_check_files_reads_every_run_file_and_names_a_damaged_one(run: RunDir) -> None:
     run.check_files()  # a finished run of this skilltune reads clean
     gate = run.unit_dir("step", 1) / "gate.json"

@@ -147,7 +147,7 @@ def test_each_agents_evidence_holds_its_means_and_whether_it_is_hurt() -> None:
     assert (up.val_candidate, up.val_incumbent, up.hurt) == (0.8, 0.0, False)
     assert (down.val_candidate, down.val_incumbent, down.hurt, down.n_tasks) == (0.4, 1.0, True, 10)
     assert down.mean_diff == -0.6 and down.p_value is not None and down.p_value < 0.05
-    assert down.cell().startswith("down 0.400>1.000 HURT p=")
+    assert down.cell().startswith("down 1.000 -> 0.400 HURT p=")  # from the incumbent to the candidate
 
 
 def _accept() -> Verdict:
@@ -192,7 +192,7 @@ def test_gate_json_and_the_unit_record_leave_the_agents_out_with_one_agent(tmp_p
         reason="r", metric="hard",
     )  # fmt: skip
     assert "agents" not in unit.row()
-    assert unit.model_copy(update={"agents": evidence}).row()["agents"].startswith("up 0.800>0.000; down")
+    assert unit.model_copy(update={"agents": evidence}).row()["agents"].startswith("up 0.000 -> 0.800; down")
 
 
 def test_the_plan_counts_every_agents_rollouts() -> None:

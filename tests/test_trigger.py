@@ -203,6 +203,32 @@ def test_run_and_compare_show_the_trigger_table_end_to_end(tmp_path: Path) -> No
     assert summary["trigger"]["accuracy"]["k"] == 2 and summary["schema_version"] == 2
 
 
+def test_the_cli_trigger_table_counts_each_query_once_as_the_report_does(tmp_path: Path) -> None:
+    """compare's (and so train's) trigger table: with 3 replicates of a deterministic agent, each
+    query is one trial (the report's per_query over the records), not three."""
+    from skilltune.report.trigger import decisions, per_query
+
+    root, skill, folder = _suite(tmp_path / "s"), _skill(tmp_path / "skill"), tmp_path / "cmp"
+    shown = runner.invoke(app, ["compare", str(root), f"seed={skill}", "--no-skill", "--split", "val",
+                                "--reps", "3", "--workers", "2", "-q", "--out", str(folder)])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.replace("│", " ").split())  # the table's cells, wrapped lines joined
+    assert "each query counted once" in text and "one per rollout" not in text
+    comparison = json.loads((folder / "comparison.json").read_text())
+    loads = decisions(folder, "eval")
+    for name, arm in comparison["arms"].items():
+        assert arm["trigger"]["n"] == 12  # the file counts each of the 3 replicates of 4 queries
+        stats = per_query(loads[arm["skill_hash"]])
+        assert stats is not None and stats.queries == 4 and stats.decisions == 12
+        low, high = stats.accuracy.ci95 or [0, 0]
+        assert (
+            f"accuracy {stats.accuracy.value:.3f} [{low:.3f}, {high:.3f}] {stats.accuracy.k} / 4" in text
+        ), name
+        counts = f"TP {stats.tp}, FP {stats.fp}, FN {stats.fn}, TN {stats.tn} on 4 queries (12 decisions)"
+        assert counts in text, name
+    assert "TP 1, FP 1, FN 1, TN 1 on 4 queries" in text  # the seed: one of each
+
+
 def test_the_report_shows_trigger_decisions_when_the_comparison_has_them(tmp_path: Path) -> None:
     """The report renders the held-out comparison's trigger statistics (a demo run whose
     comparison.json is given an arm's statistics, as a suite with trigger tasks would have)."""

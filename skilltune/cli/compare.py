@@ -24,32 +24,52 @@ if TYPE_CHECKING:
     from skilltune.skill import Candidate
 
 
-def print_trigger(stats: Mapping[str, TriggerStats | None]) -> None:
-    """The trigger table: precision, recall and accuracy of each arm's load decisions, with Wilson
-    95% intervals (arms with no trigger statistics are left out; nothing when none has any)."""
-    rows = {name: s for name, s in stats.items() if s is not None}
-    if not rows:
+def print_trigger(records: Path, phase: str, arms: Mapping[str, tuple[str, TriggerStats | None]]) -> None:
+    """The trigger table: precision, recall and accuracy of each arm's load decisions with Wilson
+    95% intervals, each query counted once as the report, status and findings count it (by its
+    replicates' majority: ``report.trigger.per_query`` over the records in ``records``'
+    ``rollouts/<phase>/``). ``arms``: name -> (candidate hash, the file's statistics, one decision
+    per rollout), the fallback for an arm whose records are not at hand. Arms without trigger
+    statistics are left out; nothing when none has any."""
+    from skilltune.report.trigger import QueryTrigger, decisions, per_query
+
+    rollouts = {name: (skill, s) for name, (skill, s) in arms.items() if s is not None}
+    if not rollouts:
         return
-    table = Table(
-        title="trigger decisions (one per rollout of a task with should_trigger)", title_justify="left"
-    )
+    loads = decisions(records, phase)
+    rows: dict[str, tuple[QueryTrigger | TriggerStats, TriggerStats]] = {}
+    for name, (skill, file) in rollouts.items():
+        rows[name] = (per_query(loads.get(skill, {})) or file, file)
+    title = "trigger decisions (each query counted once, by its replicates' majority; an even split counts as wrong)"
+    if not any(isinstance(stats, QueryTrigger) for stats, _ in rows.values()):
+        title = (
+            "trigger decisions (one per rollout: the records are not at hand, so replicates count as trials)"
+        )
+    table = Table(title=title, title_justify="left")
     for col in ("arm", "measure", "value", "95% CI (Wilson)", "k / n"):
         table.add_column(col, justify="right" if col in ("value", "k / n") else "left")
-    for name, s in rows.items():
+    for name, (stats, file) in rows.items():
         for measure in ("precision", "recall", "accuracy"):
-            p: Proportion = getattr(s, measure)
+            p: Proportion = getattr(stats, measure)
             ci = f"[{p.ci95[0]:.3f}, {p.ci95[1]:.3f}]" if p.ci95 else "-"
             value = "-" if p.value is None else f"{p.value:.3f}"
             table.add_row(name if measure == "precision" else "", measure, value, ci, f"{p.k} / {p.n}")
-        counts = f"TP {s.tp}, FP {s.fp}, FN {s.fn}, TN {s.tn}"
-        none = f"; {s.undecided} without a decision" if s.undecided else ""
-        table.add_row(
-            "", "decisions", str(s.n), f"{counts} on {s.n_tasks} task(s){none}", "", end_section=True
-        )
+        counts = f"TP {stats.tp}, FP {stats.fp}, FN {stats.fn}, TN {stats.tn}"
+        none = f"; {file.undecided} rollout(s) without a decision" if file.undecided else ""
+        if isinstance(stats, QueryTrigger):
+            even = f", {stats.split} split evenly" if stats.split else ""
+            label, n = "queries", stats.queries
+            detail = f"{counts} on {stats.queries} queries ({stats.decisions} decisions{even}){none}"
+        else:  # the file's figures: replicates count as trials, so the interval is too narrow
+            label, n = "decisions", stats.n
+            detail = f"{counts}, one per rollout, on {stats.n_tasks} task(s){none}"
+        table.add_row("", label, str(n), detail, "", end_section=True)
     out.print(table)
 
 
-def print_comparison(comparison: Comparison) -> None:
+def print_comparison(comparison: Comparison, records: Path) -> None:
+    """The comparison's tables; ``records``: the folder holding its rollouts (the run's final/, or
+    the compare's --out), read for the trigger decisions per query."""
     from skilltune.textfmt import fmt
 
     table = Table(
@@ -77,7 +97,10 @@ def print_comparison(comparison: Comparison) -> None:
         p = "-" if pair.p_value is None else ("<1e-6" if pair.p_value < 1e-6 else f"{pair.p_value:.3g}")
         pairs.add_row(pair.a, pair.b, f"{pair.diff:+.3f}", ci, p, pair.verdict)
     out.print(pairs)
-    print_trigger({name: arm.trigger for name, arm in comparison.arms.items()})
+    phase = "test" if comparison.split == "test" else "eval"
+    print_trigger(
+        records, phase, {name: (arm.skill_hash, arm.trigger) for name, arm in comparison.arms.items()}
+    )
     if comparison.contaminated:
         out.print("[yellow]warning:[/yellow] infra errors remain: some rollouts are not scored", markup=True)
 
@@ -212,7 +235,7 @@ def compare(
         return
     with progress_bar(quiet) as report:
         comparison = skilltune_compare(suite, candidates, settings, out=target, force=force, on_record=report)
-    print_comparison(comparison)
+    print_comparison(comparison, target)
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
 

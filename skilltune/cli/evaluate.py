@@ -92,11 +92,13 @@ def run(
     target = out_dir or Path("runs") / f"eval-{name}-{settings.split}-s{settings.seed}"
     with progress_bar(quiet) as report:
         summary = evaluate(suite, candidate, settings, out=target, force=force, on_record=report)
-    print_summary(summary)
+    print_summary(summary, target)
     out.print(f"\nrecords: {target / 'rollouts' / 'eval'}\nsummary: {target / 'summary.json'}")
 
 
-def print_summary(summary: EvalSummary) -> None:
+def print_summary(summary: EvalSummary, folder: Path) -> None:
+    """The evaluation's tables; ``folder``: the run's --out (its records give the trigger decisions
+    per query)."""
     from skilltune.textfmt import fmt
 
     title = f"{summary.skill_name or 'no skill'} on {summary.split} ({summary.agent}, {summary.reps} rep(s), seed {summary.seed})"
@@ -119,7 +121,7 @@ def print_summary(summary: EvalSummary) -> None:
     out.print(table)
     from skilltune.cli.compare import print_trigger
 
-    print_trigger({summary.skill_name or "no skill": summary.trigger})
+    print_trigger(folder, "eval", {summary.skill_name or "no skill": (summary.skill_hash, summary.trigger)})
     for name, totals in summary.per_suite.items():
         out.print(
             f"suite {name}: {totals.n_tasks} task(s), hard {fmt(totals.hard)}, soft {fmt(totals.soft)}, "

@@ -124,10 +124,12 @@ def print_plan(plan: PromotePlan) -> None:
     for harm in plan.hurt:
         out.print(f"warning: {harm.line()}: the best skill hurts this agent", markup=False)
     if plan.conflicts:
-        out.print(
-            f"warning: {len(plan.conflicts)} hunk(s) conflict with the live skill and are left out: the patch "
-            "below is not the version the held-out test measured"
-        )
+        one = len(plan.conflicts) == 1
+        left = f"{len(plan.conflicts)} hunk{'' if one else 's'} conflict{'s' if one else ''} with the live skill and "
+        left += "is left out" if one else "are left out"
+        if plan.patch:  # the clean hunks alone: not what the held-out test measured
+            left += ": the patch below is not the version the held-out test measured"
+        out.print(f"warning: {left}")
     if plan.audit_findings:
         out.print(
             f"warning: the run's audit has {plan.audit_findings} finding(s): `skilltune audit {plan.run}`"
@@ -160,10 +162,12 @@ def _all_left_out(plan: PromotePlan) -> str:
     """No clean hunk and not up to date: every hunk the live skill lacks conflicts. Says so, and how
     to carry them over by hand."""
     conflicts, present = len(plan.conflicts), len(plan.hunks) - len(plan.conflicts)
-    fix = (
-        f"merge each by hand from the conflicts above, or compare {plan.live} with "
-        f"{Path(plan.run) / 'best_skill'} (the run's best version)"
+    by_hand = (
+        "merge it by hand from the conflict above"
+        if conflicts == 1
+        else "merge each by hand from the conflicts above"
     )
+    fix = f"{by_hand}, or compare {plan.live} with {Path(plan.run) / 'best_skill'} (the run's best version)"
     if not present:
         which = "the run's one hunk conflicts" if conflicts == 1 else f"all {conflicts} hunks conflict"
         return f"\nnothing written: {which} with the live skill: {fix}"

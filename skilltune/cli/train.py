@@ -115,7 +115,7 @@ def print_units(run_dir: Path) -> None:
     table.add_column("edits / reason")
     several = "agents" in index  # a run with several agents: each one's val figures, and its veto
     if several:
-        table.add_column("agents (val cand>inc)", min_width=22)
+        table.add_column("agents (val inc -> cand)", min_width=24)
 
     def num(text: str) -> str:
         return f"{float(text):.3f}" if text else "-"
@@ -140,7 +140,7 @@ def _finish_run(result: TrainResult) -> None:
         f"seed val {fmt(result.seed_val)}, best val {fmt(result.best_val)}; {result.kept} unit(s) kept in {result.steps} step(s)"
     )
     if result.comparison is not None:
-        print_comparison(result.comparison)
+        print_comparison(result.comparison, Path(result.run_dir) / "final")
     print_hurt(Path(result.run_dir), result.best_hash)
     if result.audit_findings:
         out.print(

@@ -7,6 +7,7 @@ the call that draws it) with a stable id the tests and the page refer to.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from pathlib import Path
@@ -30,11 +31,11 @@ _BUNDLE_VERSION = re.compile(r"plotly\.js \(cartesian[^)]*\) v(\d+\.\d+\.\d+)")
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
-def _html(fig: go.Figure, div_id: str, height: int, legend_y: float = 1.08) -> str:
+def _html(fig: go.Figure, div_id: str, height: int, legend_y: float = 1.08, top: int = 40) -> str:
     import plotly.io as pio
 
     fig.update_layout(
-        template="plotly_white", height=height, margin={"l": 60, "r": 20, "t": 40, "b": 60},
+        template="plotly_white", height=height, margin={"l": 60, "r": 20, "t": top, "b": 60},
         font={"family": "system-ui, sans-serif", "size": 12}, legend={"orientation": "h", "y": legend_y},
     )  # fmt: skip
     html: str = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=CONFIG)
@@ -191,11 +192,20 @@ def held_out_figure(summary: RunSummary) -> str | None:
     return _html(fig, "plot-heldout", 380, legend_y=-0.15)
 
 
+HEAT_ROW = 18  # px per task row: a tick label of the 12 px font fits without touching its neighbours
+HEAT_GAP = 70  # px between agents' panels: the panel's title and its unit labels
+HEAT_UNIT_LABELS = 10  # unit labels a panel's axis holds side by side ("step_0001" at about 90 px)
+
+
 def heatmap_figure(summary: RunSummary) -> str | None:
     """Val tasks x units: the candidate's mean score per task in each unit's gate (buttons show the
-    incumbent's and the difference). None when no unit ran a gate (units carried on ungated, or
-    stopped before it): a figure of blank cells, as tall as the tasks, would say nothing."""
+    incumbent's and the difference). With several agents, one panel per agent (its tasks, titled
+    with its label), the panels sharing the units and one color scale. The figure grows with the
+    rows (``HEAT_ROW`` px each), so every task's label is drawn apart from its neighbours. None when
+    no unit ran a gate (units carried on ungated, or stopped before it): a figure of blank cells,
+    as tall as the tasks, would say nothing."""
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
     heat = summary.heatmap
     if heat is None or all(cell is None for row in heat.candidate for cell in row):
@@ -204,38 +214,71 @@ def heatmap_figure(summary: RunSummary) -> str | None:
         [None if c is None or i is None else round(c - i, 4) for c, i in zip(crow, irow, strict=True)]
         for crow, irow in zip(heat.candidate, heat.incumbent, strict=True)
     ]
-    fig = go.Figure(
-        go.Heatmap(
-            z=heat.candidate,
-            x=heat.units,
-            y=heat.tasks,
-            zmin=0,
-            zmax=1,
-            colorscale="RdYlGn",
-            hoverongaps=False,
-            colorbar={"title": {"text": summary.metric}},
-            hovertemplate="%{y}<br>%{x}: %{z:.3f}<extra></extra>",
-        )
-    )
+    groups = _agent_rows(heat.tasks, summary.agents)
+    plot = HEAT_ROW * len(heat.tasks) + HEAT_GAP * (len(groups) - 1)
+    fig = make_subplots(
+        rows=len(groups), cols=1, shared_xaxes=False, row_heights=[len(rows) for _, rows in groups],
+        vertical_spacing=HEAT_GAP / plot if len(groups) > 1 else 0,
+        subplot_titles=[f"agent {label} ({len(rows)} val tasks)" for label, rows in groups] if len(groups) > 1 else None,
+    )  # fmt: skip
+
+    every = math.ceil(len(heat.units) / HEAT_UNIT_LABELS)
+
+    def part(z: list[list[float | None]], rows: list[int]) -> list[list[float | None]]:
+        return [z[i] for i in rows]
+
+    for n, (label, rows) in enumerate(groups, start=1):
+        names = [heat.tasks[i] for i in rows]
+        shown = [name.removeprefix(f"{label}/") for name in names] if label else names
+        fig.add_trace(
+            go.Heatmap(
+                z=part(heat.candidate, rows), x=heat.units, y=shown, zmin=0, zmax=1, colorscale="RdYlGn",
+                hoverongaps=False, showscale=n == 1, customdata=[[name] * len(heat.units) for name in names],
+                colorbar={"title": {"text": summary.metric}, "lenmode": "pixels", "len": 300, "y": 1, "yanchor": "top"},
+                hovertemplate="%{customdata}<br>%{x}: %{z:.3f}<extra></extra>",
+            ),
+            row=n, col=1,
+        )  # fmt: skip
+        fig.update_yaxes(tickmode="array", tickvals=shown, autorange="reversed", row=n, col=1)
+        # level labels, every k-th unit's when there are many: turned ones would reach the next panel
+        fig.update_xaxes(type="category", tickangle=0, dtick=every, row=n, col=1)
     scales = {
         "candidate": (heat.candidate, 0, 1),
         "incumbent": (heat.incumbent, 0, 1),
         "candidate - incumbent": (gain, -1, 1),
     }
+    each = len(groups)
     fig.update_layout(
         updatemenus=[
             {
-                "type": "buttons", "direction": "right", "x": 0, "y": 1.12, "xanchor": "left", "showactive": True,
+                "type": "buttons", "direction": "right", "x": 0, "y": 1 + 30 / plot, "yanchor": "bottom",
+                "xanchor": "left", "showactive": True,
                 "buttons": [
-                    {"label": label, "method": "restyle", "args": [{"z": [z], "zmin": [lo], "zmax": [hi]}]}
+                    {
+                        "label": label, "method": "restyle",
+                        "args": [{"z": [part(z, rows) for _, rows in groups], "zmin": [lo] * each, "zmax": [hi] * each}],
+                    }
                     for label, (z, lo, hi) in scales.items()
                 ],
             }
         ]
     )  # fmt: skip
-    fig.update_yaxes(tickmode="array", tickvals=heat.tasks, autorange="reversed")
-    fig.update_xaxes(type="category")
-    return _html(fig, "plot-heatmap", min(1400, 160 + 18 * len(heat.tasks)))
+    top = 80
+    return _html(fig, "plot-heatmap", plot + top + 60, top=top)
+
+
+def _agent_rows(tasks: list[str], agents: list[str]) -> list[tuple[str, list[int]]]:
+    """(agent label, the positions of its rows) per agent in the order of ``agents``, for a run of
+    several agents whose rows are ``label/task``; one group labelled "" otherwise."""
+    if len(agents) < 2:
+        return [("", list(range(len(tasks))))]
+    groups: dict[str, list[int]] = {label: [] for label in agents}
+    for i, task in enumerate(tasks):
+        label = max((a for a in agents if task.startswith(f"{a}/")), key=len, default=None)
+        if label is None:
+            return [("", list(range(len(tasks))))]
+        groups[label].append(i)
+    return [(label, rows) for label, rows in groups.items() if rows]
 
 
 COST_MEASURES = ("seconds", "rollouts", "tokens", "usd")

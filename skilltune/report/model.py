@@ -6,7 +6,7 @@ is measured again. Scores are on the run's gate metric (hard, soft or mixed).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -14,23 +14,10 @@ from skilltune.metric import Metric
 from skilltune.report.proposals import ProposalCounts, ProposalRow, total
 from skilltune.report.trigger import QueryTrigger
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import CARRIED, AgentEvidence, Harm, Selection, Transfer
+from skilltune.runfiles import CARRIED, AgentEvidence, Harm, Selection, Transfer, replaced_by
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
-
-
-def replaced_by(edits: list[str]) -> list[int | None]:
-    """For each edit (compact form, in the order applied), the position of the later edit that
-    replaced it, else None: a ``description`` edit sets the whole description, so a later one
-    replaces it (a step carried along a chain adds its description after the carried ones)."""
-    out: list[int | None] = [None] * len(edits)
-    last: int | None = None
-    for position in reversed(range(len(edits))):
-        if edits[position].startswith("description:"):
-            out[position] = last
-            last = position
-    return out
 
 
 class Interval(BaseModel):
@@ -149,7 +136,7 @@ class UnitView(BaseModel):
     proposed: list[EditView] = Field(default_factory=list)
     diff: str = ""
     guidance: str = ""
-    notes: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)  # the proposer's notes, each in words
 
     @property
     def finished(self) -> bool:

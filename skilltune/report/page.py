@@ -17,6 +17,7 @@ from skilltune.textfmt import duration, fmt, signed, usd
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+    from markupsafe import Markup
 
     from skilltune.report.model import RunSummary
 
@@ -38,7 +39,21 @@ def _env() -> Environment:
     env.filters["diffclass"] = _diff_class
     env.filters["num"] = lambda v: f"{v:,}"
     env.filters["usd"] = usd
+    env.filters["code"] = code_spans
     return env
+
+
+def code_spans(text: str) -> Markup:
+    """``text`` escaped, each `backticked` span (a command, a flag, in the run's files and the
+    warnings as in the terminal) as <code>; text with an odd count of backticks is only escaped."""
+    from markupsafe import Markup, escape
+
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:
+        return escape(text)
+    return Markup("").join(
+        escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts)
+    )
 
 
 def _diff_class(line: str) -> str:

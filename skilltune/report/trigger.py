@@ -1,5 +1,5 @@
-"""Trigger decisions on the held-out split, one per query: what the report, ``status`` and the
-findings entry show for trigger tasks.
+"""Trigger decisions on the held-out split, one per query: what the report, ``status``, the
+findings entry and the trigger table of ``train``, ``compare`` and ``run`` show for trigger tasks.
 
 comparison.json's ``trigger`` counts one decision per rollout, so with 3 replicates a query is
 three trials; an agent that decides the same way every time (the mock; a real agent at
@@ -56,11 +56,12 @@ class QueryTrigger(BaseModel):
         return ", ".join(parts) + f" on {self.queries} queries"
 
 
-def decisions(folder: Path) -> dict[str, dict[str, list[tuple[bool, bool]]]]:
+def decisions(folder: Path, phase: str = "test") -> dict[str, dict[str, list[tuple[bool, bool]]]]:
     """candidate hash -> query -> (loaded, right) of each decided trigger rollout under ``folder``'s
-    ``rollouts/test/`` (the run's final/, or the folder of a ``skilltune compare``)."""
+    ``rollouts/<phase>/`` (the run's final/, or the folder of a ``skilltune compare``; phase
+    ``eval`` for a compare on another split, or a ``skilltune run``)."""
     out: dict[str, dict[str, list[tuple[bool, bool]]]] = defaultdict(lambda: defaultdict(list))
-    for path in sorted(folder.glob("rollouts/test/*/*/record.json")):
+    for path in sorted(folder.glob(f"rollouts/{phase}/*/*/record.json")):
         record = RolloutRecord.read(path)
         checks = set(record.score.checks) if record.score is not None else set()
         if record.skill_loaded is None or not checks & {RIGHT, WRONG}:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from skilltune.propose.merge import MergeResult, edit_key
 from skilltune.report.model import Citation, EditView, GateRound, Interval, UnitView
@@ -218,6 +218,32 @@ def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[:head]}\n[... {len(text) - limit} characters ...]\n{text[-(limit - head) :]}"
 
 
+_NOTE_LABELS = {"error": "Proposer error", "cut": "Answer cut", "anchor_repair": "Anchor repair"}
+
+
+def note_lines(notes: dict[str, Any]) -> list[str]:
+    """reflections.json's notes in words, one line each: ``why_not`` ([decision, reason], why the
+    step's own proposals gave no candidate) as a sentence, a known key by its label, any other
+    key as it is named; a list's items joined, never a Python repr."""
+    lines = []
+    for key, value in notes.items():
+        if key == "why_not" and isinstance(value, list | tuple) and len(value) == 2:
+            reason = str(value[1])
+            if reason.startswith("screen: "):
+                reason = "the screen kept none: " + reason.removeprefix("screen: ")
+            lines.append(f"No candidate of the step's own. {reason[:1].upper()}{reason[1:]}.")
+            continue
+        label = _NOTE_LABELS.get(key, key.replace("_", " ").capitalize())
+        if isinstance(value, dict):
+            text = "; ".join(f"{k} {v}" for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            text = "; ".join(str(v) for v in value)
+        else:
+            text = str(value)
+        lines.append(f"{label}: {text}")
+    return lines
+
+
 def add_detail(view: UnitView, run: RunDir, rollouts: RolloutTally | None, versions: SkillVersions) -> None:
     """Fill the unit's edits (with rationale and cited trajectories), diff and slow-update guidance."""
     folder = run.unit_dir(view.kind, view.index)
@@ -225,7 +251,7 @@ def add_detail(view: UnitView, run: RunDir, rollouts: RolloutTally | None, versi
     reflections = folder / "reflections.json"
     if reflections.is_file():
         answer = ReflectionsFile.read(reflections)
-        view.notes = answer.notes
+        view.notes = note_lines(answer.notes)
         view.proposals = ranked(answer.proposals)
         view.selection = answer.selection
         kept_texts = {" ".join(edit.split()) for edit in view.edits}

@@ -5,6 +5,7 @@ The one source of warnings: the report, ``view``, ``status`` and the findings ba
 from __future__ import annotations
 
 import os
+import shlex
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -93,7 +94,7 @@ def run_warnings(summary: RunSummary, rollouts: RolloutTally) -> list[str]:
         found.append(
             "contamination/audit: "
             + ", ".join(f"{check} x{n}" for check, n in sorted(counts.items()))
-            + " (audit.json; `skilltune audit RUNDIR` lists them)"
+            + f" (audit.json; `skilltune audit {shlex.quote(summary.root)}` lists them)"
         )
     return found
 

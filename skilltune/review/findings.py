@@ -20,7 +20,6 @@ from pathlib import Path
 
 from skilltune.report import summarize
 from skilltune.report.heldout import hurt_agents
-from skilltune.report.model import replaced_by
 from skilltune.report.proposals import counts, total
 from skilltune.report.trigger import decisions, per_query
 from skilltune.report.units import step_origins
@@ -38,6 +37,7 @@ from skilltune.runfiles import (
     RunConfigFile,
     RunStart,
     UnitRecord,
+    replaced_by,
 )
 from skilltune.textfmt import fmt, one_line, signed
 

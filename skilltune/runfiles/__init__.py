@@ -144,6 +144,8 @@ from skilltune.runfiles.units import (
     UnitRecord,
     UnitVerdict,
     Verdict,
+    held_edits,
+    replaced_by,
 )
 from skilltune.settings import AgentSpec, AgentSpecs, distinct_labels
 
@@ -221,5 +223,7 @@ __all__ = [
     "Verdict",
     "active_seconds",
     "distinct_labels",
+    "held_edits",
     "parse_event",
+    "replaced_by",
 ]

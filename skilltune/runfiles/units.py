@@ -203,13 +203,14 @@ class AgentEvidence(BaseModel):
     hurt: bool
 
     def cell(self) -> str:
-        """Its results.tsv form: ``label cand>inc`` with the regression's p when it hurt."""
+        """Its results.tsv form: ``label inc -> cand`` (the val score from the incumbent to the
+        candidate) with the regression's p when it hurt."""
 
         def num(value: float | None) -> str:
             return "-" if value is None else f"{value:.3f}"
 
         hurt = f" HURT p={self.p_value:.3g}" if self.hurt and self.p_value is not None else ""
-        return f"{self.label} {num(self.val_candidate)}>{num(self.val_incumbent)}{hurt}"
+        return f"{self.label} {num(self.val_incumbent)} -> {num(self.val_candidate)}{hurt}"
 
 
 class HarmCheck(BaseModel):
@@ -289,6 +290,34 @@ def _carried_verdict(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def replaced_by(edits: list[str]) -> list[int | None]:
+    """For each edit (compact form, in the order applied), the position of the later edit that
+    replaced it, else None: a ``description`` edit sets the whole description, so a later one
+    replaces it (a step carried along a chain adds its description after the carried ones)."""
+    out: list[int | None] = [None] * len(edits)
+    last: int | None = None
+    for position in reversed(range(len(edits))):
+        if edits[position].startswith("description:"):
+            out[position] = last
+            last = position
+    return out
+
+
+def held_edits(edits: list[str], shown: int = 3) -> str:
+    """The edits a candidate holds, in one line (its commit message, its results.tsv row): the
+    first ``shown`` of them and how many more there are; a description a later edit of the list
+    replaced is not in the candidate, so it is left out and only counted."""
+    held = [edit for edit, later in zip(edits, replaced_by(edits), strict=True) if later is None]
+    line = "; ".join(held[:shown])
+    more = len(held) - shown
+    if more > 0:
+        line += f"; and {more} more edit{'s' if more > 1 else ''}"
+    replaced = len(edits) - len(held)
+    if replaced:
+        line += f" (replacing {replaced} earlier description{'s' if replaced > 1 else ''} of the chain)"
+    return line
+
+
 class UnitRecord(RunFile):
     """step.json / epoch.json: a finished unit of a training run (results.tsv is rebuilt from these).
 
@@ -330,7 +359,7 @@ class UnitRecord(RunFile):
     def row(self) -> dict[str, Any]:
         """The unit's results.tsv row (a carried step's description ends with why it was carried,
         as a discard's ends with why it was discarded)."""
-        description = "; ".join(self.edits[:3]) if self.edits else self.reason
+        description = held_edits(self.edits) if self.edits else self.reason
         if self.carried is not None:
             description = f"[{self.carried_edits} edit(s) carried from step {self.carried}] {description}"
         if self.verdict != "keep" and self.edits:  # why it was discarded, or carried on

@@ -144,12 +144,19 @@ class CarryPolicy:
             said = f"{CARRIED} on: this step adds nothing{why}; step {carried.record.index}'s candidate as it was"
             return CarryOn(carried.candidate, alone, said)
         if carried is not None and carried.pending:  # the carried candidate is gated now, as it was
-            own_note = f"the step's own candidate {reason.removeprefix('screen: ')}; " if reason else ""
+            said = f"step {carried.record.index}'s carried candidate was gated as it was: "
+            if reason:  # why the step's own proposals gave no candidate
+                why = (
+                    f"the screen kept none: {reason.removeprefix('screen: ')}"
+                    if reason.startswith("screen: ")
+                    else reason
+                )
+                said = f"this step added nothing ({why}), so {said}"
             alone = replace(
                 draft,
                 edits=draft.edits[: draft.carried_edits],
                 edit_texts=draft.edit_texts[: draft.carried_edits],
-                note=f"{own_note}the candidate carried from step {carried.record.index} gated: ",
+                note=said,
             )
             return Gate(carried.candidate, alone)
         return Discard(draft.parent, draft, decision, reason)

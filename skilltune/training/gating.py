@@ -29,6 +29,7 @@ from skilltune.runfiles import (
     UnitRecord,
     UnitVerdict,
     Verdict,
+    held_edits,
 )
 from skilltune.skill import Candidate
 from skilltune.store import write_text
@@ -362,7 +363,7 @@ def close(ctx: RunContext, record: UnitRecord, accepted: Candidate | None) -> Un
         ctx.repo.accept(
             accepted,
             f"{record.kind} {record.index}",
-            f"{accepted.short} {vals}: {'; '.join(record.edits[:3])}",
+            f"{accepted.short} {vals}: {held_edits(record.edits)}",
         )
         write_best(ctx, accepted)
     else:

@@ -199,7 +199,9 @@ def test_results_tsv_gate_and_step_json_hold_each_clis_figures(runs: Runs) -> No
         assert header == [*RESULTS_HEADER, "agents"]
         assert kept in row
         cells = row[-1].split("; ")
-        assert cells == ["sonnet 1.000>0.000", "gpt 1.000>0.000", "flash 0.000>1.000 HURT p=0"], row[-1]
+        assert cells == ["sonnet 0.000 -> 1.000", "gpt 0.000 -> 1.000", "flash 1.000 -> 0.000 HURT p=0"], row[
+            -1
+        ]
         step = RunDir(runs.root / tag).unit_dir("step", 1)
         raw = json.loads((step / "gate.json").read_text())
         assert [a["label"] for a in raw["agents"]] == LABELS
