@@ -86,8 +86,8 @@ bench-throughput: $(STAMP)
 bench-agents: $(STAMP)
 	$(BIN)/python benchmarks/agents_overlap.py
 
-# Start-up of --version, --help and validate, before (main at a8cb86f) and after, beside the floor:
-# benchmarks/results/startup.json.
+# Start-up of --version, --help and validate, before (main at 11fafbb) and after, beside the floor
+# (the bare imports of typer, pydantic and rich): benchmarks/results/startup.json.
 bench-startup: $(STAMP)
 	$(BIN)/python benchmarks/startup.py
 

@@ -18,8 +18,6 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-import yaml
-
 from skilltune.errors import UsageError
 from skilltune.store import canonical_json, iter_tree, write_text
 
@@ -68,6 +66,8 @@ def split_front_matter(text: str) -> FrontMatter:
         if lines[i].strip() == "---":
             raw = "".join(lines[1:i])
             body = "".join(lines[i + 1 :])
+            import yaml  # here: a command that reads no skill (validate) loads no YAML
+
             try:
                 data = yaml.safe_load(raw) if raw.strip() else {}
             except yaml.YAMLError as exc:
@@ -332,6 +332,8 @@ def set_description(text: str, description: str) -> str:
         raise ValueError(fm.error or "the skill has no front matter to hold a description")
     lines = text.splitlines(keepends=True)
     close = fm.body_line - 2  # the index of the closing '---' line
+    import yaml
+
     dumped = yaml.safe_dump({"description": description}, width=1_000_000, allow_unicode=True)
     head = list(lines[1:close])
     start = next((i for i, line in enumerate(head) if re.match(r"description\s*:", line)), None)

@@ -54,3 +54,33 @@ def test_cli_bad_input_exits_2_without_traceback_or_files(tmp_path: Path) -> Non
         assert isinstance(result.exception, SystemExit), (args, result.exception)
         assert tree(tmp_path) == before, args
     assert a_file.read_text() == "not a folder\n"
+
+
+def test_the_command_table_names_each_command_and_the_module_that_registers_it() -> None:
+    """COMMAND_MODULES is how the lazy root group finds a command without importing every module: it
+    lists every command the modules register, in --help's order, each beside its own module, and
+    the group builds each from the module it names."""
+    import importlib
+
+    import typer
+
+    from skilltune.cli.app import COMMAND_MODULES
+
+    for module in set(COMMAND_MODULES.values()):
+        importlib.import_module(module)
+    registered = {
+        command.name or command.callback.__name__.replace("_", "-"): command.callback.__module__
+        for command in app.registered_commands
+        if command.callback is not None
+    }
+    for group in app.registered_groups:
+        assert group.name is not None and group.typer_instance is not None
+        first = group.typer_instance.registered_commands[0].callback
+        assert first is not None
+        registered[group.name] = first.__module__
+    assert registered == COMMAND_MODULES
+    root = typer.main.get_command(app)
+    assert list(root.commands) == list(COMMAND_MODULES)  # type: ignore[attr-defined]
+    listing = cli.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    rows = [line.split()[1] for line in listing.splitlines() if line.startswith("│ ")]
+    assert [row for row in rows if not row.startswith("-")] == list(COMMAND_MODULES)

@@ -83,6 +83,57 @@ def test_quick_commands_load_no_heavy_library(args: list[str], tmp_path: Path) -
     assert "skilltune.cli" in result["modules"]  # the command itself did run
 
 
+# The skilltune modules each quick command may load: --version the app alone (no command's module),
+# validate its own command module and what checks a suite (the suite, its tasks, the scorers whose
+# fields it checks). No other command's module, no rollout, training, agent or git code, no YAML
+# (a suite without a skill catalogue parses no skill's front matter).
+QUICK_MODULES = {
+    "version": ("skilltune", "skilltune.errors", "skilltune.cli", "skilltune.cli.app"),
+    "validate": (
+        "skilltune",
+        "skilltune.errors",
+        "skilltune.cli",
+        "skilltune.cli.app",
+        "skilltune.cli.evaluate",
+        "skilltune.cli.settings",
+        "skilltune.contracts",
+        "skilltune.metric",
+        "skilltune.plugins",
+        "skilltune.process",
+        "skilltune.skill",
+        "skilltune.store",
+        "skilltune.validation",
+        "skilltune.score.*",
+        "skilltune.suite.*",
+    ),
+}
+NOT_FOR_VALIDATE = ("yaml", "pygit2", "jinja2", "plotly", "httpx", "httpx2")
+
+
+def _allowed(module: str, allowed: tuple[str, ...]) -> bool:
+    return any(module == a or (a.endswith(".*") and (module + ".").startswith(a[:-1])) for a in allowed)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [("version", ["--version"]), ("validate", ["validate", str(MOCK_SUITE)])],
+    ids=["version", "validate"],
+)
+def test_quick_commands_load_only_what_they_use(name: str, args: list[str], tmp_path: Path) -> None:
+    """``--version`` loads no command's module; ``validate`` loads its own and what checks a suite:
+    not the other commands (their modules import on use: skilltune.cli.app.COMMAND_MODULES), not
+    pygit2, not the rollout or training stack, not YAML."""
+    report = tmp_path / "report.json"
+    proc = _python(_RUN_CLI, str(report), *args)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(report.read_text())
+    assert result["code"] in (0, None), proc.stdout + proc.stderr
+    ours = [m for m in result["modules"] if m == "skilltune" or m.startswith("skilltune.")]
+    assert [m for m in ours if not _allowed(m, QUICK_MODULES[name])] == []
+    assert [m for m in result["modules"] if m.split(".")[0] in NOT_FOR_VALIDATE] == []
+    assert _heavy(result["modules"]) == []
+
+
 def test_the_api_loads_on_first_use_and_its_functions_keep_their_names() -> None:
     """``import skilltune`` loads no heavy library; every public name resolves to the object its
     module defines; ``skilltune.measure.compare`` (evaluate, smoke, train) stays the function once the module

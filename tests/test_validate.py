@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from skilltune.cli import app
 from skilltune.errors import UsageError
-from skilltune.suite import Problem, load_suite, validate_suite
+from skilltune.suite import Problem, load_suite, read_suite, validate_suite
 from tests.helpers import write_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -570,6 +570,22 @@ def test_load_suite_raises_usage_error(tmp_path: Path, break_it: Callable[[Path]
     message = str(info.value)
     assert f"skilltune validate {suite}" in message
     assert str(validate_suite(suite)[0]) in message
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["valid", "duplicate-id"])
+def test_read_suite_gives_what_validate_suite_and_load_suite_give(tmp_path: Path, broken: bool) -> None:
+    """One reading (``skilltune validate``'s): validate_suite's problems, and load_suite's suite when
+    none of them is an error."""
+    suite = build_suite(tmp_path)
+    if broken:
+        replace_val_task(id="t1")(suite)
+    loaded, problems = read_suite(suite)
+    assert problems == validate_suite(suite)
+    if broken:
+        assert loaded is None and problems
+    else:
+        assert loaded is not None and loaded.contract_hash == load_suite(suite).contract_hash
+        assert loaded.options == load_suite(suite).options
 
 
 def test_load_suite_truncates_long_problem_lists(tmp_path: Path) -> None:

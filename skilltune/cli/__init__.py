@@ -3,16 +3,16 @@
 Exit codes: 0 done; 1 the command ran and its answer is negative (smoke found
 a problem, lint found errors); 2 bad input or usage (nothing written); 3 a run
 ended ``blocked`` or ``crash`` (or skilltune itself failed).
+
+The commands live in the modules named by ``skilltune.cli.app.COMMAND_MODULES``; a module is
+imported when one of its commands runs, so ``import skilltune.cli`` registers none of them.
 """
 
-# isort: skip_file
-# Importing the command modules registers their commands; the order is the order of --help.
 from __future__ import annotations
 
 from skilltune.cli.app import app
-from skilltune.cli import evaluate, train, compare, inspect, judge, draft, report
 
-__all__ = ["app", "compare", "draft", "evaluate", "inspect", "judge", "main", "report", "train"]
+__all__ = ["app", "main"]
 
 
 def main() -> None:

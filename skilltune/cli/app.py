@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import json
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -64,11 +65,107 @@ class Group(ReadableHelp, TyperGroup):
     """A command group whose help reads as written."""
 
 
-class Typer(typer.Typer):
-    """typer.Typer whose groups are Group and whose commands are Command unless told otherwise."""
+# Every top-level command and the module that defines it, in the order ``--help`` lists them. A
+# module is imported when one of its commands runs (``--help`` lists them all, so it imports them
+# all): a command pays for its own imports only, ``--version`` for none. tests/test_cli_app.py
+# checks the table against what the modules register.
+COMMAND_MODULES: dict[str, str] = {
+    "validate": "skilltune.cli.evaluate",
+    "run": "skilltune.cli.evaluate",
+    "smoke": "skilltune.cli.evaluate",
+    "agents": "skilltune.cli.evaluate",
+    "lint": "skilltune.cli.evaluate",
+    "calibrate": "skilltune.cli.evaluate",
+    "compare": "skilltune.cli.compare",
+    "train": "skilltune.cli.train",
+    "resume": "skilltune.cli.train",
+    "audit": "skilltune.cli.inspect",
+    "promote": "skilltune.cli.inspect",
+    "report": "skilltune.cli.report",
+    "view": "skilltune.cli.report",
+    "status": "skilltune.cli.report",
+    "meta-eval": "skilltune.cli.compare",
+    "judge": "skilltune.cli.judge",
+    "draft": "skilltune.cli.draft",
+}
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cls=Group, **kwargs)
+
+def _build_command(name: str) -> Any:
+    """The Click command or group of ``name``, built the way Typer builds the app's, once the
+    module of COMMAND_MODULES that registers it on ``app`` is imported."""
+    from typer.main import get_command_from_info, get_command_name, get_group_from_info
+
+    importlib.import_module(COMMAND_MODULES[name])
+    for command in app.registered_commands:
+        callback = command.callback
+        if (command.name or get_command_name(getattr(callback, "__name__", ""))) == name:
+            return get_command_from_info(
+                command,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    for group in app.registered_groups:
+        if group.name == name:
+            return get_group_from_info(
+                group,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=app.suggest_commands,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    raise RuntimeError(f"{COMMAND_MODULES[name]} registers no command {name!r}: fix COMMAND_MODULES")
+
+
+class _Commands(MutableMapping[str, Any]):
+    """The root group's commands by name: the names (and their order) from COMMAND_MODULES, each
+    command built on first read. Reading the names (``in``, ``keys()``: resolving a command, the
+    "did you mean" of a typo) imports nothing; ``items()`` and ``values()`` build them all."""
+
+    def __init__(self, built: MutableMapping[str, Any]) -> None:
+        self._built = dict(built)  # commands already registered when the group was made
+        self._names = [*COMMAND_MODULES, *(name for name in built if name not in COMMAND_MODULES)]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in self._names:
+                raise KeyError(name)
+            self._built[name] = _build_command(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._built.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class RootGroup(Group):
+    """The ``skilltune`` group, with Click's lazy subcommands: what TyperGroup's ``list_commands``,
+    ``get_command`` and "did you mean" read, ``self.commands``, imports a command's module when
+    that command is first read."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
+
+class Typer(typer.Typer):
+    """typer.Typer whose groups are Group (or ``cls``) and whose commands are Command unless told
+    otherwise."""
+
+    def __init__(self, *, cls: type[Group] = Group, **kwargs: Any) -> None:
+        super().__init__(cls=cls, **kwargs)
 
     def command(
         self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
@@ -78,6 +175,7 @@ class Typer(typer.Typer):
 
 
 app = Typer(
+    cls=RootGroup,
     name="skilltune",
     help="Tune agent skills by evidence: isolated rollouts, measured scores, gated edits.",
     no_args_is_help=True,

@@ -40,9 +40,9 @@ def validate(
     ] = None,
 ) -> None:
     """Check a suite and report every problem as file:line: message. Writes nothing."""
-    from skilltune.suite import load_suite, validate_suite
+    from skilltune.suite import load_suite, read_suite
 
-    found = validate_suite(suite)
+    loaded, found = read_suite(suite)
     for problem in found:
         err.print(str(problem))
     problems = [p for p in found if not p.warning]
@@ -52,7 +52,8 @@ def validate(
             f"{len(problems)} problem(s) in {suite}" + (f" (and {warned} warning(s))" if warned else "")
         )
         raise typer.Exit(2)
-    loaded = load_suite(suite)
+    if loaded is None:  # not valid, yet no problem says why: load_suite's error does
+        loaded = load_suite(suite)
     if agent is not None:
         from skilltune.agents import get_backend, parse_agent_options
         from skilltune.rollout.workspace import check_target

@@ -33,6 +33,7 @@ __all__ = [
     "SuiteOptions",
     "Task",
     "load_suite",
+    "read_suite",
     "safe_id",
     "validate_suite",
 ]
@@ -64,6 +65,15 @@ def validate_suite(path: Path | str) -> list[Problem]:
     """Every problem found in the suite at ``path``, warnings included (``Problem.warning``):
     the suite is valid when none is an error. Writes nothing."""
     return _read(Path(path))[1]
+
+
+def read_suite(path: Path | str) -> tuple[Suite | None, list[Problem]]:
+    """The suite at ``path`` as ``load_suite`` gives it with the default options (None when it is
+    not valid) and every problem ``validate_suite`` finds in it: one reading for both."""
+    suite, problems = _read(Path(path))
+    if suite is None or any(not p.warning for p in problems):
+        return None, problems
+    return suite.configure(SuiteOptions()), problems
 
 
 def load_suite(
