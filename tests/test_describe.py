@@ -35,7 +35,6 @@ DEMO_SETTINGS: dict[str, Any] = {
     "agent": "mock",
     "proposer": "mock",
     "component": "description",
-    "carry": "screen",
 }
 
 

@@ -110,5 +110,8 @@ def test_a_suite_of_evals_alone_still_needs_each_required_split(tmp_path: Path) 
 
 def test_the_demo_suite_validates() -> None:
     suite = load_suite(REPO / "examples" / "trigger-demo" / "suite")
-    assert {s: len(t) for s, t in suite.splits.items()} == {"train": 29, "val": 28, "test": 27}
+    # 84 requests in trigger_evals.json (train 29, val 28, test 27) and 235 grown by a reviewed draft
+    assert {s: len(t) for s, t in suite.splits.items()} == {"train": 99, "val": 114, "test": 106}
+    assert sum(t.id.startswith("trigger-") for t in suite.tasks("val")) == 28
+    assert not validate_suite(REPO / "examples" / "trigger-demo" / "suite")  # every drafted row reviewed
     assert list(suite.splits) == ["train", "val", "test"]  # in split order, as validate prints them

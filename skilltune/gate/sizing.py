@@ -158,7 +158,7 @@ def trigger_size_notes(
     first, last = levels[0], levels[-1]
 
     def signed(g: float | None) -> str:
-        return "no gain" if g is None else f"+{g:.2f}"
+        return "none" if g is None else f"+{g:.2f}"
 
     need = (queries_needed(gain, first), queries_needed(gain, last))
 
