@@ -20,7 +20,6 @@ backends (``runs_in_process``).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from pathlib import Path, PurePosixPath
@@ -313,12 +312,6 @@ class ChatBackend(AgentBackend[ChatOptionsT]):
             if key not in self._clients:
                 self._clients[key] = ModelClient(self._endpoint(options), options, where=_WHERE)
             return self._clients[key]
-
-
-def derived_seed(*parts: object) -> int:
-    """A 31-bit seed from ``parts`` (the same parts give the same seed on any machine)."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()
-    return int(digest[:8], 16) & 0x7FFFFFFF
 
 
 def _total(counts: list[int | None]) -> int | None:

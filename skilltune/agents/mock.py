@@ -41,7 +41,6 @@ score unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 import time
@@ -52,6 +51,7 @@ from pydantic import Field, NonNegativeFloat, SerializerFunctionWrapHandler, fie
 
 from skilltune.agents.base import AgentBackend, AgentOptions, AgentRequest, AgentResult, Message, SealSupport
 from skilltune.skill import split_front_matter
+from skilltune.stats.seeds import seeded_random
 from skilltune.suite.model import Task
 
 DEFAULT_HINT = "the response failed one of the task requirements"
@@ -90,11 +90,6 @@ class MockOptions(AgentOptions):
 
 def normalise(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
-def _rng(*parts: object) -> random.Random:
-    material = "|".join(str(p) for p in parts).encode("utf-8")
-    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
 
 
 # The clause of a description that says when to use the skill: from "Use when" (or "use this skill
@@ -236,7 +231,7 @@ class MockAgent(AgentBackend[MockOptions]):
         seed_parts: list[object] = [task.id, request.replicate, request.seed]
         if not options.crn:
             seed_parts.append(request.candidate_hash)
-        rng = _rng(*seed_parts)
+        rng = seeded_random(*seed_parts)
         output, solved = run_mock_rules(
             task,
             skill_text,

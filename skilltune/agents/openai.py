@@ -18,7 +18,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from skilltune.agents.base import AgentOptions, AgentRequest
-from skilltune.agents.chat import ChatBackend, ChatOptions, derived_seed
+from skilltune.agents.chat import ChatBackend, ChatOptions
+from skilltune.stats.seeds import derived_seed
 
 
 class OpenAIOptions(ChatOptions):

@@ -16,15 +16,14 @@ most, ties to more letters matched, then to the name first in order; none when i
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import random
 import re
 
 from skilltune.agents.mock import loads_skill
 from skilltune.draft.asks import Card, CheckAsk, QueryAsk, key_words
 from skilltune.draft.base import DraftCall, Drafted, Drafter
+from skilltune.stats.seeds import seeded_random
 
 _CONTEXTS = (
     "v2.4.0", "the mobile app", "this sprint", "the 3.0 release", "the payments service",
@@ -95,11 +94,6 @@ _THINGS = (
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def _rng(*parts: object) -> random.Random:
-    material = "|".join(str(p) for p in parts).encode("utf-8")
-    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
-
-
 def topic(card: Card) -> str:
     return " ".join(w for w in re.split(r"[^A-Za-z0-9]+", card.name.lower()) if w)
 
@@ -156,7 +150,7 @@ class MockDrafter(Drafter):
                 for chore, thing in itertools.product(_CHORES, _THINGS)
                 if not _words(f"{chore} {thing}") & taken
             ]
-        _rng(self.seed, bucket.key).shuffle(pool)
+        seeded_random(self.seed, bucket.key).shuffle(pool)
         return pool
 
     def write(self, ask: QueryAsk) -> Drafted[list[str]]:

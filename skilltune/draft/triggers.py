@@ -17,7 +17,6 @@ draft_log.jsonl (every call: the ask, prompt, answer, tokens and seconds).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -38,6 +37,7 @@ from skilltune.draft.select import SURPLUS, Pick, balance, choose
 from skilltune.draft.settings import DraftSettings
 from skilltune.errors import UsageError
 from skilltune.skill import Candidate, lint_candidate, load_skill
+from skilltune.stats.seeds import derived_seed
 from skilltune.store import redact, write_json, write_text
 from skilltune.suite import Problem, validate_suite
 from skilltune.suite.catalogue import CATALOGUE_DIR, read_skill_folders
@@ -89,11 +89,6 @@ class DraftResult(BaseModel):
     out: Path
     manifest: DraftManifest
     problems: list[Problem] = Field(default_factory=list)
-
-
-def _seed(seed: int, *parts: object) -> int:
-    material = "|".join(str(p) for p in (seed, *parts)).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(material).digest()[:4], "big") >> 1
 
 
 def _target(path: Path) -> Candidate:
@@ -163,7 +158,7 @@ def _collect(
             n_calls += 1
             ask = QueryAsk(
                 bucket, min(need - len(pool), MAX_ITEMS), n_calls, skill, catalogue, tuple(pool),
-                _seed(seed, bucket.key, n_calls),
+                derived_seed(seed, bucket.key, n_calls),
             )  # fmt: skip
             drafted = drafter.write(ask)
             _log(handle, drafted.calls, totals)
@@ -238,7 +233,7 @@ def draft_triggers(
                 say(f"label check: {len(picks)} queries, asked of {checker.name}")
             for number, pick in enumerate(picks if settings.check else [], start=1):
                 asked = checker.classify(
-                    CheckAsk(pick.query, card, cards, _seed(settings.seed, "check", number))
+                    CheckAsk(pick.query, card, cards, derived_seed(settings.seed, "check", number))
                 )
                 _log(handle, asked.calls, totals)
                 checks.append((asked.value, asked.ok))
