@@ -145,12 +145,10 @@ def smallest_kept_gain(queries: int, level: float) -> float | None:
     return None
 
 
-def trigger_size_notes(
-    queries: int, levels: list[float], gain: float = 0.20, agents: int = 1, draft: bool = True
-) -> list[str]:
+def trigger_size_notes(queries: int, levels: list[float], gain: float = 0.20, agents: int = 1) -> list[str]:
     """What trigger val queries a run at these decision levels needs: the smallest net gain these
     ``queries`` can keep at the first and last decision, the queries a net ``gain`` needs, and a
-    pointer to the drafting command when they are too few (``draft``). With several ``agents`` each
+    pointer to the drafting command when they are too few. With several ``agents`` each
     query is a unit per agent (an agent that decides alike on every query multiplies the units)."""
     if not levels or queries < 1:
         return []
@@ -179,7 +177,7 @@ def trigger_size_notes(
         f"trigger queries: at {WON_PER_LOST} val queries won for each one lost (an agent that decides alike "
         f"every time adds nothing with replicates: only queries add evidence), {what} keep a net gain {at}{needs}"
     ]
-    if draft and need[0] is not None and queries < math.ceil(need[0] / agents):
+    if need[0] is not None and queries < math.ceil(need[0] / agents):
         lines.append(
             f"trigger queries: {queries} val queries are too few to keep a +{gain:.2f} trade-off at any "
             f"decision of this run: draft more ({DRAFT_HINT}, docs/trigger.md) and review them"
