@@ -20,7 +20,11 @@ default; anthropic, gemini and vertex-ai bring the ``ANTHROPIC_*`` / ``GEMINI_*`
 Isolation: ``QWEN_HOME`` is ``<private HOME>/.qwen`` with skilltune's ``settings.json``:
 managed auto-memory, auto-dream and auto-skill off (the memory agent sends extra
 requests in the background), usage statistics (a RUM endpoint), telemetry, auto-update
-and chat recording off, and qwen's own retries bounded (``retries``). The user's
+and chat recording off, qwen's own retries bounded (``retries``), and its shell tool on
+plain pipes (``tools.shell.enableInteractiveShell`` false): on a pseudo-terminal, qwen 0.15
+takes a command's output when node-pty reports the exit, which can come before the last of
+the output (node-pty issue 72), so an agent on a loaded machine was shown a command's output
+without its end. The user's
 settings, skills (``~/.qwen/skills``, ``~/.agents/skills``), QWEN.md / AGENTS.md memory,
 extensions, MCP servers and sessions never reach the agent, nor do ``QWEN_RUNTIME_DIR``,
 ``QWEN_CODE_MEMORY_*``, the IDE and sandbox variables. Linked in (never copied), from the
@@ -200,6 +204,8 @@ class QwenAgent(CLIBackend[QwenOptions]):
             "telemetry": {"enabled": False},
             "general": {"enableAutoUpdate": False, "chatRecording": False},
             "model": {"generationConfig": generation},
+            # pipes, not a pseudo-terminal: node-pty can report the exit before the output's end
+            "tools": {"shell": {"enableInteractiveShell": False}},
         }
 
     def placement_problem(self, prompt: str, system_prompt: str | None, options: QwenOptions) -> str | None:

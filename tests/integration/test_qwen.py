@@ -299,6 +299,26 @@ def test_replayed_streams() -> None:
     assert interpret([], code=1, stderr="Unknown arguments: -, x")[0] == "infra_error"
 
 
+def test_shell_commands_run_on_pipes_so_the_agent_sees_all_their_output(
+    tmp_path: Path, endpoint: Any
+) -> None:
+    """qwen's shell tool on a pseudo-terminal takes the output when node-pty reports the exit, which
+    can come before the output's end: on a loaded CI machine the sealing test's agent was shown a
+    command's output without its last lines. skilltune's settings put the tool on pipes (``tty``
+    says "not a tty"; on qwen's default pseudo-terminal it names /dev/pts/N), and the output's end
+    reaches the model (qwen keeps the head and tail of these 2,000 lines; on the pseudo-terminal,
+    on an idle machine, the tail it kept stopped at 1981: the last 19 lines and END-OF-OUTPUT lost)."""
+    require_cli("qwen")
+    end = endpoint(
+        shell_scenario(f"tty; seq 1 2000; echo END-OF-OUTPUT; echo {common.TOKEN} > {common.FILE}")
+    )
+    record, folder = common.rollout(tmp_path, "qwen", options())
+    common.check_success(record, folder, end.server, cost_reported=False)
+    shell_output = json.dumps([m for m in end.calls()[1].body["messages"] if m.get("role") == "tool"])
+    assert "not a tty" in shell_output and "/dev/pts/" not in shell_output
+    assert "END-OF-OUTPUT" in shell_output
+
+
 # --- isolation -----------------------------------------------------------------------------------
 def test_private_home_keeps_the_login_and_nothing_else(
     tmp_path: Path, endpoint: Any, monkeypatch: pytest.MonkeyPatch
