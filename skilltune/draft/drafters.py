@@ -13,6 +13,7 @@ returned as a ``DraftCall`` for the draft's log.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -43,17 +44,15 @@ def _choice_repair(names: list[str]) -> Callable[[str, str, int], str]:
     return repair
 
 
+@dataclass(eq=False)
 class ModelDrafter(Drafter):
     """A plain model (an endpoint or an agent CLI) asked with skilltune/prompts/draft_*.md."""
 
-    def __init__(
-        self, model: PlainModel, name: str, request_model: str, max_tokens: int, temperature: float | None
-    ) -> None:
-        self.model = model
-        self.name = name
-        self.request_model = request_model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
+    model: PlainModel
+    name: str
+    request_model: str
+    max_tokens: int
+    temperature: float | None
 
     def write(self, ask: QueryAsk) -> Drafted[list[str]]:
         temperature = self.temperature if ask.call == 1 else max(self.temperature or 0.0, LATER_TEMPERATURE)

@@ -126,6 +126,7 @@ class IncumbentPool:
         return None
 
 
+@dataclass(eq=False)
 class ValSampler:
     """The gate's sampler: round k runs the candidate on every val task with replicate indices
     fresh for the unit and the round, and takes the incumbent's round-k replicate from its
@@ -143,29 +144,24 @@ class ValSampler:
     (``training/secondary.py``).
     """
 
-    def __init__(
-        self,
-        rollouts: RunRollouts,
-        folder: Path,
-        val: list[Task],
-        candidate: Candidate,
-        incumbent: Candidate,
-        seq: int,
-        pool: IncumbentPool,
-    ) -> None:
-        self.rollouts = rollouts
-        self.folder = folder
-        self.val = val
-        self.candidate = candidate
-        self.incumbent = incumbent
-        self.seq = seq
-        self.scope = gate_scope(rollouts.suite, val, candidate, incumbent)  # the joint gate too
+    rollouts: RunRollouts
+    folder: Path
+    val: list[Task]
+    candidate: Candidate
+    incumbent: Candidate
+    seq: int
+    pool: IncumbentPool
+    # the secondary suite's records, every round; round -> incumbent rollouts taken from the pool;
+    # the gated records of every round, per arm
+    held: list[RolloutRecord] = field(default_factory=list, init=False)
+    reused: dict[int, int] = field(default_factory=dict, init=False)
+    seen_candidate: list[RolloutRecord] = field(default_factory=list, init=False)
+    seen_incumbent: list[RolloutRecord] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        # the joint gate too
+        self.scope = gate_scope(self.rollouts.suite, self.val, self.candidate, self.incumbent)
         self.gated = self.scope.gated
-        self.held: list[RolloutRecord] = []  # the secondary suite's records, every round
-        self.pool = pool
-        self.reused: dict[int, int] = {}  # round -> incumbent rollouts taken from the pool
-        self.seen_candidate: list[RolloutRecord] = []  # the gated records of every round, per arm
-        self.seen_incumbent: list[RolloutRecord] = []
 
     def round(self, index: int, replicates: int) -> tuple[list[RolloutRecord], list[RolloutRecord]]:
         first = index * replicates

@@ -13,6 +13,7 @@ agent's slowest rollout while another agent has jobs left.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skilltune.progress import Reporter, RunProgress
@@ -34,28 +35,23 @@ def replicate_base(seq: int, offset: int = 0) -> int:
     return seq * REPLICATE_STRIDE + offset
 
 
+@dataclass(eq=False)
 class RunRollouts:
     """Runs a training run's rollouts through its rollout session (one executor for every unit)."""
 
-    def __init__(
-        self,
-        config: TrainConfig,
-        rollout_session: RolloutSession,
-        session: Session,
-        progress: RunProgress,
-        reporter: Reporter,
-    ) -> None:
-        self.config = config
-        self.rollout_session = rollout_session
-        self.suite = rollout_session.suite
-        self.session = session
-        self.progress = progress
-        self.reporter = reporter
-        self.tokens_in = 0  # the agents' tokens over this session's rollouts
-        self.tokens_out = 0
-        self.judge_tokens_in = 0  # and the judge's, with its USD
-        self.judge_tokens_out = 0
-        self.judge_cost_usd = 0.0
+    config: TrainConfig
+    rollout_session: RolloutSession
+    session: Session
+    progress: RunProgress
+    reporter: Reporter
+    tokens_in: int = field(default=0, init=False)  # the agents' tokens over this session's rollouts
+    tokens_out: int = field(default=0, init=False)
+    judge_tokens_in: int = field(default=0, init=False)  # and the judge's, with its USD
+    judge_tokens_out: int = field(default=0, init=False)
+    judge_cost_usd: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.suite = self.rollout_session.suite
 
     def judge_usage(self) -> tuple[float, float, float]:
         return (self.judge_tokens_in, self.judge_tokens_out, self.judge_cost_usd)
