@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -84,3 +86,16 @@ def test_the_command_table_names_each_command_and_the_module_that_registers_it()
     listing = cli.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
     rows = [line.split()[1] for line in listing.splitlines() if line.startswith("│ ")]
     assert [row for row in rows if not row.startswith("-")] == list(COMMAND_MODULES)
+
+
+def test_python_dash_m_skilltune_is_the_command() -> None:
+    """``python -m skilltune`` runs the CLI as ``skilltune`` does (it said "No module named
+    skilltune.__main__" before)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "skilltune", "validate", str(MOCK_SUITE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: ") and "tasks: train" in done.stdout, done.stdout
