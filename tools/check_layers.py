@@ -21,6 +21,7 @@ import grimp
 
 # Top to bottom. Names on one line form a layer whose members may import each other.
 LAYERS: list[tuple[str, ...]] = [
+    ("__main__",),  # python -m skilltune: the command
     ("cli",),
     ("meta_eval",),
     ("training",),
