@@ -193,12 +193,9 @@ class CopilotAgent(CLIBackend[CopilotOptions]):
     # --- the command --------------------------------------------------------------------------
     def tools_for(self, request: AgentRequest[CopilotOptions]) -> list[str] | None:
         """The ``--available-tools`` list, or None for copilot's default set."""
-        tools = request.options.tools
+        tools = COPILOT.keep_tool(request.options.tools, self.skill_placed(request))
         if tools is None:
             return None
-        tools = list(tools)
-        if self.skill_placed(request) and "skill" not in tools:
-            tools.append("skill")
         return tools or [NO_TOOLS]
 
     def command(self, request: AgentRequest[CopilotOptions], home: Path) -> list[str]:
