@@ -140,6 +140,18 @@ def _request(tmp_path: Path, skill: str | None, placement: str = "native") -> Ag
     )
 
 
+def test_a_restricted_tool_list_keeps_the_skill_tool_where_a_skill_is_placed() -> None:
+    assert CLAUDE.keep_tool(None, placed=True) is None  # no restriction stays none
+    assert CLAUDE.keep_tool(["Read"], placed=True) == ["Read", "Skill"]
+    assert GEMINI.keep_tool([], placed=True) == ["activate_skill"]
+    assert COPILOT.keep_tool(["view", "skill"], placed=True) == ["view", "skill"]
+    assert QWEN.keep_tool(["read_file"], placed=False) == ["read_file"]
+    assert CODEX.keep_tool(["shell"], placed=True) == ["shell"]  # no skill tool to keep
+    tools = ["view"]
+    COPILOT.keep_tool(tools, placed=True)
+    assert tools == ["view"]  # a copy: the options' list is left as it was
+
+
 def test_the_decision_and_the_event_that_names_every_load(tmp_path: Path) -> None:
     events = [_claude(OTHER), _claude(SKILL)]
     result = AgentResult(status="ok", events=list(events))

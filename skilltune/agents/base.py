@@ -29,6 +29,7 @@ __all__ = [
     "OptionsT",
     "Placement",
     "SealSupport",
+    "refuse_option",
     "version_number",
 ]
 
@@ -63,6 +64,19 @@ class AgentOptions(BaseModel):
 
     # True for the options of a backend that can offer the skill through a load_skill tool.
     offers_load_tool: ClassVar[bool] = False
+
+
+def refuse_option(*options: str, message: str, mode: Literal["before", "after"] = "after") -> Any:
+    """A validator for a backend's options model that refuses each of ``options`` set at all (a lever
+    the agent does not have), saying ``message``; ``mode`` as pydantic's (``before``: whatever the
+    value's type). In the model's body: ``_no_max_turns = refuse_option("max_turns", message=...)``."""
+
+    def refuse(cls: type[AgentOptions], value: Any) -> Any:
+        if value is not None:
+            raise ValueError(message)
+        return value
+
+    return field_validator(*options, mode=mode)(classmethod(refuse))
 
 
 # A backend's options type (its ``Options`` model): what its methods take, typed per backend. Code

@@ -37,6 +37,7 @@ from skilltune.agents.base import (
     Message,
     Placement,
     SealSupport,
+    refuse_option,
 )
 from skilltune.agents.loadtool import DEFAULT_TURNS, LOAD_TOOL, converse, skills_prompt, uses_load_tool
 from skilltune.errors import UsageError
@@ -96,15 +97,13 @@ class ChatOptions(AgentOptions, CallSettings):
             )
         return value
 
-    @field_validator("tools", "effort", mode="before")
-    @classmethod
-    def _agent_only(cls, value: Any) -> Any:
-        if value is not None:
-            raise ValueError(
-                "a chat call has no agent tools or effort setting (its one tool is load_skill, with "
-                "placement=tool); drop it"
-            )
-        return value
+    _agent_only = refuse_option(
+        "tools",
+        "effort",
+        message="a chat call has no agent tools or effort setting (its one tool is load_skill, with "
+        "placement=tool); drop it",
+        mode="before",
+    )
 
     @field_validator("extra_args", mode="before")
     @classmethod

@@ -142,13 +142,8 @@ class ClaudeAgent(CLIBackend[ClaudeOptions]):
         A restricted set keeps the ``Skill`` tool when the skill is installed natively: without
         it claude does not list the skill at all, and the lever would switch off the candidate.
         """
-        tools = request.options.tools
-        if tools is None:
-            return None
-        tools = list(tools)
-        if request.options.placement == "native" and request.skill_name and "Skill" not in tools:
-            tools.append("Skill")
-        return tools
+        placed = request.options.placement == "native" and bool(request.skill_name)
+        return CLAUDE.keep_tool(request.options.tools, placed)
 
     def command(self, request: AgentRequest[ClaudeOptions], home: Path) -> list[str]:
         options = request.options

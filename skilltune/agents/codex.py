@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, NonNegativeInt, field_validator
+from pydantic import Field, NonNegativeInt
 
 from skilltune.agents.base import (
     AgentBackend,
@@ -53,6 +53,7 @@ from skilltune.agents.base import (
     AgentResult,
     BackendCheck,
     Message,
+    refuse_option,
 )
 from skilltune.agents.cli import CLIBackend, CLIFailure, CLIOptions
 from skilltune.agents.home import UserFile
@@ -95,24 +96,15 @@ class CodexOptions(CLIOptions):
         "(skilltune retries infra errors itself)",
     )
 
-    @field_validator("max_turns")
-    @classmethod
-    def _no_max_turns(cls, value: int | None) -> int | None:
-        if value is not None:
-            raise ValueError(
-                "codex has no max-turns limit; a codex rollout is bounded by wall_limit_s (and stall_s)"
-            )
-        return value
-
-    @field_validator("tools")
-    @classmethod
-    def _no_tool_list(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            raise ValueError(
-                "codex cannot restrict its tools to a list; its levers are sandbox=read-only (no writes), "
-                "shell=false (no shell tool: apply_patch edits only) and web_search=disabled"
-            )
-        return value
+    _no_max_turns = refuse_option(
+        "max_turns",
+        message="codex has no max-turns limit; a codex rollout is bounded by wall_limit_s (and stall_s)",
+    )
+    _no_tool_list = refuse_option(
+        "tools",
+        message="codex cannot restrict its tools to a list; its levers are sandbox=read-only (no writes), "
+        "shell=false (no shell tool: apply_patch edits only) and web_search=disabled",
+    )
 
 
 def user_endpoint(environ: dict[str, str] | None = None) -> tuple[str | None, str | None]:

@@ -58,9 +58,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from skilltune.agents.base import AgentBackend, AgentRequest, AgentResult, BackendCheck, Message
+from skilltune.agents.base import (
+    AgentBackend,
+    AgentRequest,
+    AgentResult,
+    BackendCheck,
+    Message,
+    refuse_option,
+)
 from skilltune.agents.cli import CLIBackend, CLIOptions, infra_http_status, too_long_for_argv
 from skilltune.agents.home import UserFile, user_home
 from skilltune.agents.skillload import COPILOT
@@ -82,14 +89,10 @@ class CopilotOptions(CLIOptions):
         default=False, description="true: keep copilot's built-in GitHub MCP servers (off by default)"
     )
 
-    @field_validator("max_turns")
-    @classmethod
-    def _no_max_turns(cls, value: int | None) -> int | None:
-        if value is not None:
-            raise ValueError(
-                "copilot has no max-turns limit; a copilot rollout is bounded by wall_limit_s (and stall_s)"
-            )
-        return value
+    _no_max_turns = refuse_option(
+        "max_turns",
+        message="copilot has no max-turns limit; a copilot rollout is bounded by wall_limit_s (and stall_s)",
+    )
 
 
 def package_cache() -> Path:
@@ -190,12 +193,9 @@ class CopilotAgent(CLIBackend[CopilotOptions]):
     # --- the command --------------------------------------------------------------------------
     def tools_for(self, request: AgentRequest[CopilotOptions]) -> list[str] | None:
         """The ``--available-tools`` list, or None for copilot's default set."""
-        tools = request.options.tools
+        tools = COPILOT.keep_tool(request.options.tools, self.skill_placed(request))
         if tools is None:
             return None
-        tools = list(tools)
-        if self.skill_placed(request) and "skill" not in tools:
-            tools.append("skill")
         return tools or [NO_TOOLS]
 
     def command(self, request: AgentRequest[CopilotOptions], home: Path) -> list[str]:

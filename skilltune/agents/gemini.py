@@ -218,15 +218,10 @@ class GeminiAgent(CLIBackend[GeminiOptions]):
         }
         if options.max_turns is not None:
             settings["model"] = {"maxSessionTurns": options.max_turns}
-        if options.tools is not None:
-            tools = list(options.tools)
-            if (
-                tools
-                and options.placement == "native"
-                and self.skill_placed(request)
-                and "activate_skill" not in tools
-            ):
-                tools.append("activate_skill")  # the skill's own loading tool is not a difficulty lever
+        # the skill's own loading tool is not a difficulty lever
+        placed = bool(options.tools) and options.placement == "native" and self.skill_placed(request)
+        tools = GEMINI.keep_tool(options.tools, placed)
+        if tools is not None:
             settings["tools"] = {"core": tools}
         if options.effort:
             model = options.model or DEFAULT_MODEL

@@ -253,12 +253,9 @@ class QwenAgent(CLIBackend[QwenOptions]):
     # --- the command --------------------------------------------------------------------------
     def tools_for(self, request: AgentRequest[QwenOptions]) -> tuple[list[str], list[str]] | None:
         """(``--core-tools``, ``--exclude-tools``) of a restricted rollout, or None for qwen's default set."""
-        tools = request.options.tools
+        tools = QWEN.keep_tool(request.options.tools, self.skill_placed(request))
         if tools is None:
             return None
-        tools = list(tools)
-        if self.skill_placed(request) and "skill" not in tools:
-            tools.append("skill")
         excluded = [t for t in ALWAYS_ON_TOOLS if t not in tools]
         return [t for t in tools if t not in ALWAYS_ON_TOOLS] or [NO_TOOLS], excluded
 

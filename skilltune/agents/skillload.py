@@ -14,7 +14,7 @@ against tests/fakeserver, see docs/trigger.md):
 
 A load of another skill (a catalogue skill, one the CLI bundles) is not a load of the candidate.
 ``record`` sets ``AgentResult.skill_loaded`` and adds a ``skilltune.skill_loads`` event naming
-every skill loaded.
+every skill loaded; ``keep_tool`` keeps the skill tool in a restricted tool list.
 """
 
 from __future__ import annotations
@@ -125,6 +125,17 @@ class SkillLoads:
                 names.insert(0, named.strip().lstrip("/"))
             found += [n for n in names if n and n not in found]
         return found
+
+    def keep_tool(self, tools: list[str] | None, placed: bool) -> list[str] | None:
+        """A copy of the tool list an agent is restricted to (``tools``; None: no restriction, kept
+        so) with the skill tool added when a skill folder is ``placed``: without it the CLI would not
+        list the candidate, and the difficulty lever would switch the candidate off."""
+        if tools is None:
+            return None
+        kept = list(tools)
+        if placed and self.tools and self.tools[0] not in kept:
+            kept.append(self.tools[0])
+        return kept
 
     def record(
         self, result: AgentResult, events: list[dict[str, Any]], request: AgentRequest[Any], native: bool
