@@ -14,7 +14,16 @@ from skilltune.metric import Metric
 from skilltune.report.proposals import ProposalCounts, ProposalRow, total
 from skilltune.report.trigger import QueryTrigger
 from skilltune.rundir import TerminalState
-from skilltune.runfiles import CARRIED, AgentEvidence, Harm, Selection, Transfer, replaced_by
+from skilltune.runfiles import (
+    CARRIED,
+    AgentEvidence,
+    Figures,
+    Harm,
+    RoundCounts,
+    Selection,
+    Transfer,
+    replaced_by,
+)
 from skilltune.score.trigger import TriggerStats
 
 RunState = TerminalState | Literal["running", "interrupted"]
@@ -34,21 +43,9 @@ class Interval(BaseModel):
     high: float | None = None
 
 
-class GateRound(BaseModel):
-    index: int
-    replicates: int
-    candidate: float | None
-    incumbent: float | None
-    n_pairs: int
-    rollouts: int
-    gain: float | None = None
-    se: float | None = None
-    t: float | None = None
-    bound: float | None = None
-    upper: float | None = None
-    p: float | None = None  # the sign-flip test: this round's single-look p-value
-    crossed: int | None = None  # reference vectors crossed so far, of ``budget`` allowed
-    budget: int | None = None
+class GateRound(Figures, RoundCounts):
+    """A gate round as the report shows it: its counts, then its figures (the bases' order is the
+    fields' reversed: RoundCounts' come first)."""
 
 
 class Citation(BaseModel):

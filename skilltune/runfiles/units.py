@@ -143,9 +143,9 @@ Statistic = Annotated[
 ]
 
 
-class Round(BaseModel):
-    """A gate round. ``rollouts`` were run for it; ``reused`` incumbent rollouts came from
-    earlier decisions of the same incumbent (never the decision that accepted it)."""
+class RoundCounts(BaseModel):
+    """A gate round in brief: its index and replicates, each arm's mean score on the paired tasks,
+    how many pairs and how many rollouts it ran."""
 
     index: int
     replicates: int
@@ -153,6 +153,12 @@ class Round(BaseModel):
     incumbent: float | None
     n_pairs: int
     rollouts: int
+
+
+class Round(RoundCounts):
+    """A gate round. ``rollouts`` were run for it; ``reused`` incumbent rollouts came from
+    earlier decisions of the same incumbent (never the decision that accepted it)."""
+
     reused: int = 0
     statistic: Statistic | None = None  # None: the round decided nothing (contaminated, no pairs)
     pairs: list[Pair] = Field(default_factory=list)
