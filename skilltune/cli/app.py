@@ -162,7 +162,7 @@ class RootGroup(Group):
 
 class Typer(typer.Typer):
     """typer.Typer whose groups are Group (or ``cls``) and whose commands are Command unless told
-    otherwise."""
+    otherwise; every command is ``guarded``."""
 
     def __init__(self, *, cls: type[Group] = Group, **kwargs: Any) -> None:
         super().__init__(cls=cls, **kwargs)
@@ -170,7 +170,11 @@ class Typer(typer.Typer):
     def command(
         self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
     ) -> Callable[[F], F]:
-        decorator: Callable[[F], F] = super().command(name, cls=cls or Command, **kwargs)
+        register: Callable[[F], F] = super().command(name, cls=cls or Command, **kwargs)
+
+        def decorator(fn: F) -> F:
+            return register(guarded(fn))
+
         return decorator
 
 

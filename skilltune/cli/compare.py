@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, Typer, app, guarded, out, progress_bar
+from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, Typer, app, out, progress_bar
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.errors import UsageError
 
@@ -184,7 +184,6 @@ def _arm_skill(name: str, path: str) -> Candidate:
     epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo\n\n"
     "Several agents (a transfer table): skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --agent follows=mock --agent stubborn=mock:ignores=quantify-impact,detection-gap,owned-action-items --out runs/compare-transfer",
 )
-@guarded
 def compare(
     ctx: typer.Context,
     suite: SuiteArg,
@@ -280,7 +279,6 @@ MetaOut = Annotated[Path, typer.Option("--out", help="Output folder.")]
     cls=settings_command("PlantedSettings"),
     epilog="Example: skilltune meta-eval planted examples/mock-demo/suite --skill examples/mock-demo/good-skill --ablate 'Quantify customer impact in numbers' --runs 2 --out runs/meta-planted",
 )
-@guarded
 def meta_planted(
     ctx: typer.Context,
     suite: SuiteArg,
@@ -303,7 +301,6 @@ def meta_planted(
     cls=settings_command("MetaEvalSettings"),
     epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill --runs 3 --out runs/meta-null",
 )
-@guarded
 def meta_null(
     ctx: typer.Context,
     suite: SuiteArg,

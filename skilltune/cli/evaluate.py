@@ -19,7 +19,6 @@ from skilltune.cli.app import (
     SuiteArg,
     app,
     err,
-    guarded,
     out,
     progress_bar,
     skill_or_none,
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 
 
 @app.command(epilog="Example: skilltune validate examples/mock-demo/suite --agent openai")
-@guarded
 def validate(
     suite: SuiteArg,
     agent: Annotated[
@@ -69,7 +67,6 @@ def validate(
     cls=settings_command("RunSettings"),
     epilog="Example: skilltune run examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --split val --reps 3 --out runs/demo-eval",
 )
-@guarded
 def run(
     ctx: typer.Context,
     suite: SuiteArg,
@@ -146,7 +143,6 @@ def print_summary(summary: EvalSummary, folder: Path) -> None:
     ),
     epilog="Example: skilltune smoke examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock",
 )
-@guarded
 def smoke(
     ctx: typer.Context,
     suite: SuiteArg,
@@ -179,7 +175,6 @@ def smoke(
 
 
 @app.command(epilog="Example: skilltune agents")
-@guarded
 def agents() -> None:
     """List agent backends: installed or not, version, sealed or not, what to fix, what each cannot do."""
     from skilltune.agents import AGENTS, get_backend
@@ -215,7 +210,6 @@ def agents() -> None:
 
 
 @app.command(epilog="Example: skilltune lint examples/mock-demo/skill")
-@guarded
 def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single instruction file.")]) -> None:
     """Lint a skill: front matter, body size, links to files that exist, protected blocks."""
     from skilltune.skill import lint_candidate, load_skill
@@ -238,7 +232,6 @@ def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single inst
     cls=settings_command("CalibrateSettings"),
     epilog="Example: skilltune calibrate examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --reps 3 --out runs/calibrate-demo",
 )
-@guarded
 def calibrate(
     ctx: typer.Context,
     suite: SuiteArg,

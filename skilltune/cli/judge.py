@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import SuiteArg, Typer, app, guarded, out
+from skilltune.cli.app import SuiteArg, Typer, app, out
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.metric import Metric
 
@@ -35,7 +35,6 @@ def _judged_suite(ctx: typer.Context, suite: Path) -> Suite:
     cls=settings_command("RolloutSettings", ("judge_options",)),
     epilog="Example: skilltune judge check examples/judged-reviews/suite --judge-opt base_url=http://127.0.0.1:8080/v1",
 )
-@guarded
 def check(ctx: typer.Context, suite: SuiteArg) -> None:
     """Is the judge ready? Its settings, client, key source, judge.md, references per split (exit 1: not ready)."""
     from skilltune.judge.check import judge_check
@@ -70,7 +69,6 @@ def check(ctx: typer.Context, suite: SuiteArg) -> None:
     cls=settings_command("RolloutSettings", ("prompt_variant", "judge_options")),
     epilog="Example: skilltune judge agreement examples/judged-reviews/suite --rollouts runs/reviews-eval --samples 4",
 )
-@guarded
 def agreement(
     ctx: typer.Context,
     suite: SuiteArg,
