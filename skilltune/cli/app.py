@@ -186,6 +186,15 @@ app = Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def command_group(name: str, *, help: str, epilog: str) -> Typer:
+    """The group of subcommands ``skilltune NAME ...``; given no subcommand, it shows its help."""
+    group = Typer(help=help, epilog=epilog, no_args_is_help=True)
+    app.add_typer(group, name=name)
+    return group
+
+
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])

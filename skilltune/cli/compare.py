@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, Typer, app, out, progress_bar
+from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, app, command_group, out, progress_bar
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.errors import UsageError
 
@@ -238,13 +238,12 @@ def compare(
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
 
-meta_app = Typer(
+meta_app = command_group(
+    "meta-eval",
     help="Meta-evaluations: does training with this suite, proposer and gate work?",
     epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill "
     "--runs 3 --out runs/meta-null",
-    no_args_is_help=True,
 )
-app.add_typer(meta_app, name="meta-eval")
 
 
 def _print_meta(report: MetaEval, out_dir: Path) -> None:

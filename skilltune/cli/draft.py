@@ -8,19 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import Typer, app, err, out
+from skilltune.cli.app import command_group, err, out
 from skilltune.cli.settings import command_settings, settings_command
 
 if TYPE_CHECKING:
     from skilltune.draft import DraftResult
 
-draft_app = Typer(
+draft_app = command_group(
+    "draft",
     help="Draft suites from a skill for a person to review: trigger queries, and applying the review.",
     epilog="Example: skilltune draft triggers examples/trigger-demo/skill --catalogue "
     "examples/trigger-demo/suite/catalogue --out drafts/release-notes",
-    no_args_is_help=True,
 )
-app.add_typer(draft_app, name="draft")
 
 
 @draft_app.command(

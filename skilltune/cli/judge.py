@@ -8,19 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import SuiteArg, Typer, app, out
+from skilltune.cli.app import SuiteArg, command_group, out
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.metric import Metric
 
 if TYPE_CHECKING:
     from skilltune.suite import Suite
 
-judge_app = Typer(
+judge_app = command_group(
+    "judge",
     help="Judged suites: readiness of the judge, and how much its verdicts vary.",
     epilog="Example: skilltune judge check examples/judged-reviews/suite",
-    no_args_is_help=True,
 )
-app.add_typer(judge_app, name="judge")
 
 
 def _judged_suite(ctx: typer.Context, suite: Path) -> Suite:
