@@ -1,4 +1,5 @@
-"""The Typer app, its error handling and the options every command shares."""
+"""The Typer app: its commands loaded lazily, error handling, the --agent syntax and the progress
+bar (the parameters several commands share: cli/options.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from skilltune.runfiles import AgentSpec, RolloutRecord
-    from skilltune.skill import Candidate
 
 
 def reflow(text: str | None) -> str | None:
@@ -331,28 +330,6 @@ def _root(
     ] = False,
 ) -> None:
     """Tune agent skills by evidence: isolated rollouts, measured scores, gated edits."""
-
-
-SuiteArg = Annotated[
-    Path, typer.Argument(help="Suite folder (train/val/test.jsonl + scoring.md) or a Python env (.py).")
-]
-SkillOpt = Annotated[
-    Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
-]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Replace results already in --out.")]
-NoProgressOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
-
-
-def skill_or_none(skill: Path | None, no_skill: bool, without: str) -> Candidate | None:
-    """The skill of ``--skill``, or None for ``--no-skill`` (one of them, not both); ``without``
-    says what --no-skill does ("run the agent")."""
-    from skilltune.skill import load_skill
-
-    if skill is not None and no_skill:
-        raise UsageError("--skill and --no-skill exclude each other: give one")
-    if skill is None and not no_skill:
-        raise UsageError(f"give --skill DIR, or --no-skill to {without} without a skill")
-    return load_skill(skill) if skill is not None else None
 
 
 class progress_bar:

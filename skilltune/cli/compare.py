@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, app, command_group, out, progress_bar
+from skilltune.cli.app import app, command_group, out, progress_bar
+from skilltune.cli.options import ForceOpt, NoProgressOpt, SuiteArg, no_skill_option, out_folder, out_option
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.errors import UsageError
 
@@ -179,6 +180,9 @@ def _arm_skill(name: str, path: str) -> Candidate:
     return load_skill(path)
 
 
+_COMPARE_OUT = "runs/compare-<split>-s<seed>"  # --out when not given
+
+
 @app.command(
     cls=settings_command("CompareSettings"),
     epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo\n\n"
@@ -190,12 +194,8 @@ def compare(
     arms: Annotated[
         list[str], typer.Argument(help="NAME=SKILL for each arm (a folder or instruction file).")
     ],
-    no_skill: Annotated[
-        bool, typer.Option("--no-skill", help="Add the arm 'noskill': the agent without any skill.")
-    ] = False,
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
-    ] = None,
+    no_skill: Annotated[bool, no_skill_option("Add the arm 'noskill':")] = False,
+    out_dir: Annotated[Path | None, out_option(_COMPARE_OUT)] = None,
     force: ForceOpt = False,
     quiet: NoProgressOpt = False,
 ) -> None:
@@ -219,7 +219,7 @@ def compare(
         candidates[name] = _arm_skill(name, path)
     if no_skill:
         candidates["noskill"] = None
-    target = out_dir or Path("runs") / f"compare-{settings.split}-s{settings.seed}"
+    target = out_folder(out_dir, _COMPARE_OUT, split=settings.split, seed=settings.seed)
     phase = "test" if settings.split == "test" else "eval"
     if settings.several:
         with progress_bar(quiet) as report:

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from skilltune.cli.app import app, out
+from skilltune.cli.options import RunArg
 
 if TYPE_CHECKING:
     from skilltune.review.promote import HunkPlan, PromotePlan
     from skilltune.runfiles import AuditFile
 
-RunArg = Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import SuiteArg, command_group, out
+from skilltune.cli.app import command_group, out
+from skilltune.cli.options import SuiteArg
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.metric import Metric
 

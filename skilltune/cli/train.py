@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import SuiteArg, app, err, out
+from skilltune.cli.app import app, err, out
 from skilltune.cli.compare import print_comparison
+from skilltune.cli.options import RunArg, SuiteArg
 from skilltune.cli.settings import ResumeCommand, given_settings, settings_command
 from skilltune.errors import UsageError
 from skilltune.textfmt import one_line
@@ -254,7 +255,7 @@ def train(
 @app.command(cls=ResumeCommand, epilog="Example: skilltune resume runs/demo --budget-rollouts 2000")
 def resume(
     ctx: typer.Context,
-    run_dir: Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")],
+    run_dir: RunArg,
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
