@@ -95,6 +95,7 @@ QUICK_MODULES = {
         "skilltune.cli",
         "skilltune.cli.app",
         "skilltune.cli.evaluate",
+        "skilltune.cli.options",
         "skilltune.cli.settings",
         "skilltune.contracts",
         "skilltune.metric",

@@ -1,4 +1,5 @@
-"""The Typer app, its error handling and the options every command shares."""
+"""The Typer app: its commands loaded lazily, error handling, the --agent syntax and the progress
+bar (the parameters several commands share: cli/options.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, MutableMapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from skilltune.runfiles import AgentSpec, RolloutRecord
-    from skilltune.skill import Candidate
 
 
 def reflow(text: str | None) -> str | None:
@@ -162,7 +161,7 @@ class RootGroup(Group):
 
 class Typer(typer.Typer):
     """typer.Typer whose groups are Group (or ``cls``) and whose commands are Command unless told
-    otherwise."""
+    otherwise; every command is ``guarded``."""
 
     def __init__(self, *, cls: type[Group] = Group, **kwargs: Any) -> None:
         super().__init__(cls=cls, **kwargs)
@@ -170,7 +169,11 @@ class Typer(typer.Typer):
     def command(
         self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
     ) -> Callable[[F], F]:
-        decorator: Callable[[F], F] = super().command(name, cls=cls or Command, **kwargs)
+        register: Callable[[F], F] = super().command(name, cls=cls or Command, **kwargs)
+
+        def decorator(fn: F) -> F:
+            return register(guarded(fn))
+
         return decorator
 
 
@@ -182,6 +185,15 @@ app = Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def command_group(name: str, *, help: str, epilog: str) -> Typer:
+    """The group of subcommands ``skilltune NAME ...``; given no subcommand, it shows its help."""
+    group = Typer(help=help, epilog=epilog, no_args_is_help=True)
+    app.add_typer(group, name=name)
+    return group
+
+
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -318,28 +330,6 @@ def _root(
     ] = False,
 ) -> None:
     """Tune agent skills by evidence: isolated rollouts, measured scores, gated edits."""
-
-
-SuiteArg = Annotated[
-    Path, typer.Argument(help="Suite folder (train/val/test.jsonl + scoring.md) or a Python env (.py).")
-]
-SkillOpt = Annotated[
-    Path | None, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")
-]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Replace results already in --out.")]
-NoProgressOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
-
-
-def skill_or_none(skill: Path | None, no_skill: bool, without: str) -> Candidate | None:
-    """The skill of ``--skill``, or None for ``--no-skill`` (one of them, not both); ``without``
-    says what --no-skill does ("run the agent")."""
-    from skilltune.skill import load_skill
-
-    if skill is not None and no_skill:
-        raise UsageError("--skill and --no-skill exclude each other: give one")
-    if skill is None and not no_skill:
-        raise UsageError(f"give --skill DIR, or --no-skill to {without} without a skill")
-    return load_skill(skill) if skill is not None else None
 
 
 class progress_bar:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import ForceOpt, NoProgressOpt, SuiteArg, Typer, app, guarded, out, progress_bar
+from skilltune.cli.app import app, command_group, out, progress_bar
+from skilltune.cli.options import ForceOpt, NoProgressOpt, SuiteArg, no_skill_option, out_folder, out_option
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.errors import UsageError
 
@@ -179,24 +180,22 @@ def _arm_skill(name: str, path: str) -> Candidate:
     return load_skill(path)
 
 
+_COMPARE_OUT = "runs/compare-<split>-s<seed>"  # --out when not given
+
+
 @app.command(
     cls=settings_command("CompareSettings"),
     epilog="Example: skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --no-skill --reps 3 --out runs/compare-demo\n\n"
     "Several agents (a transfer table): skilltune compare examples/mock-demo/suite seed=examples/mock-demo/skill good=examples/mock-demo/good-skill --agent follows=mock --agent stubborn=mock:ignores=quantify-impact,detection-gap,owned-action-items --out runs/compare-transfer",
 )
-@guarded
 def compare(
     ctx: typer.Context,
     suite: SuiteArg,
     arms: Annotated[
         list[str], typer.Argument(help="NAME=SKILL for each arm (a folder or instruction file).")
     ],
-    no_skill: Annotated[
-        bool, typer.Option("--no-skill", help="Add the arm 'noskill': the agent without any skill.")
-    ] = False,
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output folder (default runs/compare-<split>-s<seed>).")
-    ] = None,
+    no_skill: Annotated[bool, no_skill_option("Add the arm 'noskill':")] = False,
+    out_dir: Annotated[Path | None, out_option(_COMPARE_OUT)] = None,
     force: ForceOpt = False,
     quiet: NoProgressOpt = False,
 ) -> None:
@@ -220,7 +219,7 @@ def compare(
         candidates[name] = _arm_skill(name, path)
     if no_skill:
         candidates["noskill"] = None
-    target = out_dir or Path("runs") / f"compare-{settings.split}-s{settings.seed}"
+    target = out_folder(out_dir, _COMPARE_OUT, split=settings.split, seed=settings.seed)
     phase = "test" if settings.split == "test" else "eval"
     if settings.several:
         with progress_bar(quiet) as report:
@@ -239,13 +238,12 @@ def compare(
     out.print(f"\ncomparison: {target / 'comparison.json'}\nrecords: {target / 'rollouts' / phase}")
 
 
-meta_app = Typer(
+meta_app = command_group(
+    "meta-eval",
     help="Meta-evaluations: does training with this suite, proposer and gate work?",
     epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill "
     "--runs 3 --out runs/meta-null",
-    no_args_is_help=True,
 )
-app.add_typer(meta_app, name="meta-eval")
 
 
 def _print_meta(report: MetaEval, out_dir: Path) -> None:
@@ -280,7 +278,6 @@ MetaOut = Annotated[Path, typer.Option("--out", help="Output folder.")]
     cls=settings_command("PlantedSettings"),
     epilog="Example: skilltune meta-eval planted examples/mock-demo/suite --skill examples/mock-demo/good-skill --ablate 'Quantify customer impact in numbers' --runs 2 --out runs/meta-planted",
 )
-@guarded
 def meta_planted(
     ctx: typer.Context,
     suite: SuiteArg,
@@ -303,7 +300,6 @@ def meta_planted(
     cls=settings_command("MetaEvalSettings"),
     epilog="Example: skilltune meta-eval null examples/mock-demo/suite --skill examples/mock-demo/skill --runs 3 --out runs/meta-null",
 )
-@guarded
 def meta_null(
     ctx: typer.Context,
     suite: SuiteArg,

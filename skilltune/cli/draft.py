@@ -8,19 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import Typer, app, err, guarded, out
+from skilltune.cli.app import command_group, err, out
 from skilltune.cli.settings import command_settings, settings_command
 
 if TYPE_CHECKING:
     from skilltune.draft import DraftResult
 
-draft_app = Typer(
+draft_app = command_group(
+    "draft",
     help="Draft suites from a skill for a person to review: trigger queries, and applying the review.",
     epilog="Example: skilltune draft triggers examples/trigger-demo/skill --catalogue "
     "examples/trigger-demo/suite/catalogue --out drafts/release-notes",
-    no_args_is_help=True,
 )
-app.add_typer(draft_app, name="draft")
 
 
 @draft_app.command(
@@ -30,7 +29,6 @@ app.add_typer(draft_app, name="draft")
     "examples/trigger-demo/suite/catalogue --out drafts/release-notes --drafter api "
     "--drafter-opt model=qwen2.5-coder-1.5b --drafter-opt base_url=http://127.0.0.1:8080/v1",
 )
-@guarded
 def triggers(
     ctx: typer.Context,
     skill: Annotated[
@@ -98,7 +96,6 @@ def _print_draft(result: DraftResult) -> None:
 
 
 @draft_app.command("apply", epilog="Example: skilltune draft apply drafts/release-notes")
-@guarded
 def apply(
     suite: Annotated[Path, typer.Argument(help="A suite written by `skilltune draft triggers`.")],
 ) -> None:

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import (
+from skilltune.cli.app import app, err, out, progress_bar
+from skilltune.cli.options import (
     ForceOpt,
     NoProgressOpt,
+    RequiredSkillOpt,
     SkillOpt,
     SuiteArg,
-    app,
-    err,
-    guarded,
-    out,
-    progress_bar,
+    no_skill_option,
+    out_folder,
+    out_option,
     skill_or_none,
 )
 from skilltune.cli.settings import command_settings, settings_command
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 
 @app.command(epilog="Example: skilltune validate examples/mock-demo/suite --agent openai")
-@guarded
 def validate(
     suite: SuiteArg,
     agent: Annotated[
@@ -65,21 +64,19 @@ def validate(
     out.print(f"ok: {suite} ({loaded.kind} suite; tasks: {counts}; contract {loaded.contract_hash[:12]})")
 
 
+_RUN_OUT = "runs/eval-<skill>-<split>-s<seed>"  # --out when not given
+
+
 @app.command(
     cls=settings_command("RunSettings"),
     epilog="Example: skilltune run examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --split val --reps 3 --out runs/demo-eval",
 )
-@guarded
 def run(
     ctx: typer.Context,
     suite: SuiteArg,
     skill: SkillOpt = None,
-    no_skill: Annotated[
-        bool, typer.Option("--no-skill", help="Evaluate the agent without any skill.")
-    ] = False,
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output folder (default runs/eval-<skill>-<split>-s<seed>).")
-    ] = None,
+    no_skill: Annotated[bool, no_skill_option("Evaluate")] = False,
+    out_dir: Annotated[Path | None, out_option(_RUN_OUT)] = None,
     force: ForceOpt = False,
     quiet: NoProgressOpt = False,
 ) -> None:
@@ -90,7 +87,7 @@ def run(
     settings = command_settings(ctx, RunSettings)
     candidate = skill_or_none(skill, no_skill, "run the agent")
     name = candidate.name if candidate else "noskill"
-    target = out_dir or Path("runs") / f"eval-{name}-{settings.split}-s{settings.seed}"
+    target = out_folder(out_dir, _RUN_OUT, skill=name, split=settings.split, seed=settings.seed)
     with progress_bar(quiet) as report:
         summary = evaluate(suite, candidate, settings, out=target, force=force, on_record=report)
     print_summary(summary, target)
@@ -146,11 +143,10 @@ def print_summary(summary: EvalSummary, folder: Path) -> None:
     ),
     epilog="Example: skilltune smoke examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock",
 )
-@guarded
 def smoke(
     ctx: typer.Context,
     suite: SuiteArg,
-    skill: Annotated[Path, typer.Option("--skill", "-s", help="Skill folder or single instruction file.")],
+    skill: RequiredSkillOpt,
     out_dir: Annotated[
         Path | None,
         typer.Option(
@@ -179,7 +175,6 @@ def smoke(
 
 
 @app.command(epilog="Example: skilltune agents")
-@guarded
 def agents() -> None:
     """List agent backends: installed or not, version, sealed or not, what to fix, what each cannot do."""
     from skilltune.agents import AGENTS, get_backend
@@ -215,7 +210,6 @@ def agents() -> None:
 
 
 @app.command(epilog="Example: skilltune lint examples/mock-demo/skill")
-@guarded
 def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single instruction file.")]) -> None:
     """Lint a skill: front matter, body size, links to files that exist, protected blocks."""
     from skilltune.skill import lint_candidate, load_skill
@@ -234,21 +228,19 @@ def lint(skill: Annotated[Path, typer.Argument(help="Skill folder or single inst
 # --- train / resume / compare -----------------------------------------------------------------
 
 
+_CALIBRATE_OUT = "runs/calibrate-<skill>-<split>"  # --out when not given
+
+
 @app.command(
     cls=settings_command("CalibrateSettings"),
     epilog="Example: skilltune calibrate examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --reps 3 --out runs/calibrate-demo",
 )
-@guarded
 def calibrate(
     ctx: typer.Context,
     suite: SuiteArg,
     skill: SkillOpt = None,
-    no_skill: Annotated[
-        bool, typer.Option("--no-skill", help="Calibrate the agent without any skill.")
-    ] = False,
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output folder (default runs/calibrate-<skill>-<split>).")
-    ] = None,
+    no_skill: Annotated[bool, no_skill_option("Calibrate")] = False,
+    out_dir: Annotated[Path | None, out_option(_CALIBRATE_OUT)] = None,
     force: ForceOpt = False,
 ) -> None:
     """Pass rates, regime, flaky and non-discriminating tasks, noise, and levers: can a gate select here?"""
@@ -259,7 +251,8 @@ def calibrate(
     settings = command_settings(ctx, CalibrateSettings)
     split, reps, metric = settings.split, settings.reps, settings.metric
     candidate = skill_or_none(skill, no_skill, "calibrate the agent")
-    target = out_dir or Path("runs") / f"calibrate-{candidate.name if candidate else 'noskill'}-{split}"
+    name = candidate.name if candidate else "noskill"
+    target = out_folder(out_dir, _CALIBRATE_OUT, skill=name, split=split)
     result = skilltune_calibrate(suite, candidate, settings, out=target, force=force)
     table = Table(
         title=f"calibration on {split}: {reps} rep(s) per task, {result.agent}", title_justify="left"

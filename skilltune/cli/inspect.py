@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import app, guarded, out
+from skilltune.cli.app import app, out
+from skilltune.cli.options import RunArg
 
 if TYPE_CHECKING:
     from skilltune.review.promote import HunkPlan, PromotePlan
     from skilltune.runfiles import AuditFile
 
-RunArg = Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
@@ -44,7 +44,6 @@ def print_audit(run_dir: Path, result: AuditFile) -> None:
 
 
 @app.command(epilog="Example: skilltune audit runs/demo")
-@guarded
 def audit(
     run_dir: RunArg,
     suite: Annotated[
@@ -177,7 +176,6 @@ def _all_left_out(plan: PromotePlan) -> str:
 
 
 @app.command(epilog="Example: skilltune promote runs/demo --to examples/mock-demo/skill")
-@guarded
 def promote(
     run_dir: RunArg,
     to: Annotated[Path, typer.Option("--to", help="The live skill (folder or instruction file).")],

@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from skilltune.cli.app import SuiteArg, Typer, app, guarded, out
+from skilltune.cli.app import command_group, out
+from skilltune.cli.options import SuiteArg
 from skilltune.cli.settings import command_settings, settings_command
 from skilltune.metric import Metric
 
 if TYPE_CHECKING:
     from skilltune.suite import Suite
 
-judge_app = Typer(
+judge_app = command_group(
+    "judge",
     help="Judged suites: readiness of the judge, and how much its verdicts vary.",
     epilog="Example: skilltune judge check examples/judged-reviews/suite",
-    no_args_is_help=True,
 )
-app.add_typer(judge_app, name="judge")
 
 
 def _judged_suite(ctx: typer.Context, suite: Path) -> Suite:
@@ -35,7 +35,6 @@ def _judged_suite(ctx: typer.Context, suite: Path) -> Suite:
     cls=settings_command("RolloutSettings", ("judge_options",)),
     epilog="Example: skilltune judge check examples/judged-reviews/suite --judge-opt base_url=http://127.0.0.1:8080/v1",
 )
-@guarded
 def check(ctx: typer.Context, suite: SuiteArg) -> None:
     """Is the judge ready? Its settings, client, key source, judge.md, references per split (exit 1: not ready)."""
     from skilltune.judge.check import judge_check
@@ -70,7 +69,6 @@ def check(ctx: typer.Context, suite: SuiteArg) -> None:
     cls=settings_command("RolloutSettings", ("prompt_variant", "judge_options")),
     epilog="Example: skilltune judge agreement examples/judged-reviews/suite --rollouts runs/reviews-eval --samples 4",
 )
-@guarded
 def agreement(
     ctx: typer.Context,
     suite: SuiteArg,

@@ -11,13 +11,12 @@ from typing import Annotated
 
 import typer
 
-from skilltune.cli.app import app, err, guarded, out
+from skilltune.cli.app import app, err, out
 
 RunArg = Annotated[Path, typer.Argument(help="A run directory (runs/<tag>).")]
 
 
 @app.command(epilog="Example: skilltune report runs/demo")
-@guarded
 def report(
     run_dir: RunArg,
     out_file: Annotated[
@@ -33,7 +32,6 @@ def report(
 
 
 @app.command(epilog="Example: skilltune view runs --port 8765   (then open http://127.0.0.1:8765/)")
-@guarded
 def view(
     runs_dir: Annotated[Path, typer.Argument(help="The folder holding runs (or one run).")] = Path("runs"),
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free port).")] = 8765,
@@ -70,7 +68,6 @@ def view(
 
 
 @app.command(epilog="Example: skilltune status runs/demo   (--watch to follow a live run)")
-@guarded
 def status(
     run_dir: RunArg,
     watch: Annotated[

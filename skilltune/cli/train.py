@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from skilltune.cli.app import SuiteArg, app, err, guarded, out
+from skilltune.cli.app import app, err, out
 from skilltune.cli.compare import print_comparison
+from skilltune.cli.options import RunArg, SuiteArg
 from skilltune.cli.settings import ResumeCommand, given_settings, settings_command
 from skilltune.errors import UsageError
 from skilltune.textfmt import one_line
@@ -195,7 +196,6 @@ def print_gate_share(run_dir: Path) -> None:
     cls=settings_command("skilltune.runfiles:TrainConfig"),
     epilog="Example: skilltune train examples/mock-demo/suite --skill examples/mock-demo/skill --agent mock --proposer mock --tag demo --max-steps 8 --seed 1",
 )
-@guarded
 def train(
     ctx: typer.Context,
     suite: SuiteArg,
@@ -253,10 +253,9 @@ def train(
 
 
 @app.command(cls=ResumeCommand, epilog="Example: skilltune resume runs/demo --budget-rollouts 2000")
-@guarded
 def resume(
     ctx: typer.Context,
-    run_dir: Annotated[Path, typer.Argument(help="The run directory (RUNS_DIR/TAG).")],
+    run_dir: RunArg,
     supervise_run: SuperviseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
