@@ -84,7 +84,8 @@ def agreement(
     out_dir: Annotated[
         Path | None,
         typer.Option(
-            "--out", help="Where the verdicts and agreement.json go (default runs/agreement-<suite>)."
+            "--out",
+            help="Where the verdicts and agreement.json go (default runs/agreement-<the rollouts folder's name>).",
         ),
     ] = None,
 ) -> None:
