@@ -18,6 +18,7 @@ from skilltune.propose.base import PROPOSERS
 from skilltune.propose.mock import MockProposer
 from skilltune.review.promote import merge_file, promote
 from skilltune.rundir import RunDir
+from skilltune.runfiles import Comparison
 from skilltune.training import train
 from tests.helpers import MOCK_SKILL, MOCK_SUITE
 
@@ -275,6 +276,41 @@ def test_a_single_instruction_file_is_promoted_into_the_users_file(scripted: str
     promote(file_run.root, live, apply=True)
     assert live.read_text() == file_run.best_md.read_text()
     assert sorted(p.name for p in live.parent.iterdir()) == ["CLAUDE.md"]
+
+
+def test_one_agent_whose_held_out_test_favours_the_seed_is_refused_unless_accepted(
+    run: RunDir, tmp_path: Path
+) -> None:
+    """With one agent, a held-out test where the seed is significantly better (a_better) is a harm
+    as one agent of several is: --apply refuses, exit 2, nothing written; --accept-harm applies."""
+    copy = tmp_path / "run"
+    shutil.copytree(run.root, copy)
+    comparison = Comparison.read(RunDir(copy).comparison)
+    [pair] = [p for p in comparison.pairs if (p.a, p.b) == ("S0", "best")]
+    pair.diff, pair.ci95, pair.verdict = (
+        -0.25,
+        [-0.4, -0.1],
+        "a_better",
+    )  # the file as a harmful run writes it
+    comparison.write(RunDir(copy).comparison)
+    live = tmp_path / "live"
+    shutil.copytree(MOCK_SKILL, live)
+    before = _tree(live)
+    figure = "agent mock: best is worse than S0 on test, -0.250 [-0.400, -0.100] (a_better)"
+    refused = runner.invoke(app, ["promote", str(copy), "--to", str(live), "--apply"], env={"COLUMNS": "400"})
+    assert refused.exit_code == 2, refused.output
+    assert (
+        figure in refused.output
+        and "Nothing was written" in refused.output
+        and "--accept-harm" in refused.output
+    )
+    assert _tree(live) == before
+    accepted = runner.invoke(
+        app, ["promote", str(copy), "--to", str(live), "--apply", "--accept-harm"], env={"COLUMNS": "400"}
+    )
+    assert accepted.exit_code == 0, accepted.output
+    assert "applied despite the harm to mock on the held-out test (--accept-harm)" in accepted.output
+    assert (live / "SKILL.md").read_text() == (RunDir(copy).best_dir / "SKILL.md").read_text()
 
 
 def test_bad_input_is_refused_with_the_fix(run: RunDir, tmp_path: Path) -> None:

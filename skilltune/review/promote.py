@@ -10,8 +10,9 @@ out, never forced. Hunks the run made at one place (two units appending) conflic
 file that holds them all, so a conflicting hunk is tried once more against the best version:
 merged from the best without it, it is ``present`` when that changes nothing. The held-out comparison is shown once: it measured the whole patch.
 Nothing is written unless ``apply``; then only the live skill's files change (nothing is
-staged or committed). A run whose held-out test per agent says the best skill hurts an agent
-(final/transfer.json, verdict ``a_better``) is not applied unless ``accept_harm``.
+staged or committed). A run whose held-out test says the best skill hurts an agent (per agent,
+final/transfer.json; with one agent, its comparison: verdict ``a_better``) is not applied unless
+``accept_harm``.
 """
 
 from __future__ import annotations
@@ -160,6 +161,14 @@ def promote(
         plan.held_out_split, plan.held_out_metric = comparison.split, comparison.metric
         plan.held_out_scores = {name: arm.metric(comparison.metric) for name, arm in comparison.arms.items()}
     plan.hurt = hurt_agents(run, history.best.hash)
+    if (
+        not plan.hurt
+        and comparison is not None
+        and plan.held_out is not None
+        and plan.held_out.verdict == "a_better"
+    ):
+        # one agent (or the pooled test of several): the seed is significantly better than the best
+        plan.hurt = [Harm(agent=comparison.agent, split=comparison.split, pair=plan.held_out)]
     if apply and files and plan.hurt and not accept_harm:
         raise UsageError(
             f"not applied: the best skill hurts {len(plan.hurt)} agent(s) on the held-out test: "
