@@ -465,3 +465,16 @@ def test_a_cli_that_is_not_on_path_is_refused_before_anything_is_written(
     with pytest.raises(UsageError, match="executable=/no/such/gemini is not an executable file"):
         check_target(backend, backend.parse_options({"executable": "/no/such/gemini"}), [])
     check_target(backend, backend.parse_options({}), [], executor="ray")  # not checked: the workers' PATH
+
+
+def test_qwen_runs_its_shell_tool_on_pipes(tmp_path: Path) -> None:
+    """qwen's private settings turn its pseudo-terminal shell off: on one, qwen 0.15 takes a command's
+    output when node-pty reports the exit, which can come before the output's end (node-pty issue 72).
+    The real CLI's behaviour is tests/integration/test_qwen.py's; this holds where qwen is absent."""
+    backend = QwenAgent()
+    home = private_home(tmp_path)
+    settings = backend.default_settings(home, make_request(backend, tmp_path))
+    assert settings["tools"] == {"shell": {"enableInteractiveShell": False}}
+    backend.prepare_home(home, make_request(backend, tmp_path))
+    written = json.loads((home / ".qwen" / "settings.json").read_text())
+    assert written["tools"]["shell"]["enableInteractiveShell"] is False

@@ -311,6 +311,14 @@ def test_one_agent_whose_held_out_test_favours_the_seed_is_refused_unless_accept
     assert accepted.exit_code == 0, accepted.output
     assert "applied despite the harm to mock on the held-out test (--accept-harm)" in accepted.output
     assert (live / "SKILL.md").read_text() == (RunDir(copy).best_dir / "SKILL.md").read_text()
+    # a held-out file of an earlier best (a resumed run that kept more has not tested again) is not read
+    comparison.arms["best"].skill_hash = "0" * 64
+    comparison.write(RunDir(copy).comparison)
+    shutil.rmtree(live)
+    shutil.copytree(MOCK_SKILL, live)
+    earlier = runner.invoke(app, ["promote", str(copy), "--to", str(live), "--apply"], env={"COLUMNS": "400"})
+    assert earlier.exit_code == 0, earlier.output
+    assert "worse than" not in earlier.output and "accept-harm" not in earlier.output
 
 
 def test_bad_input_is_refused_with_the_fix(run: RunDir, tmp_path: Path) -> None:

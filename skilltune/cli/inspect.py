@@ -198,8 +198,9 @@ def promote(
     base); conflicts are named, never forced. Writes nothing without --apply. Exit 1 when a hunk
     conflicts.
 
-    When the held-out test per agent (a run with several agents) says the best skill hurts an
-    agent, --apply refuses (exit 2, nothing written) unless given --accept-harm.
+    When the held-out test says the best skill hurts an agent (per agent, for a run with several;
+    the seed significantly better, for a run of one), --apply refuses (exit 2, nothing written)
+    unless given --accept-harm.
     """
     from skilltune.review.promote import promote as run_promote
 

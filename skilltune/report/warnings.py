@@ -138,6 +138,11 @@ def _held_out_warnings(summary: RunSummary, rollouts: RolloutTally) -> list[str]
         found.append(
             f"the best skill is not better than the seed on {held.split} ({pair.verdict}, "
             f"diff {pair.diff:+.3f}): the val gains did not hold out"
+            + (
+                "; `skilltune promote` refuses it unless given --accept-harm"
+                if pair.verdict == "a_better"
+                else ""
+            )
         )
     best = next((a for a in held.arms if a.name == "best"), None)
     if best is not None and best.val is not None and best.mean is not None and best.val - best.mean > GAP:

@@ -32,7 +32,15 @@ from skilltune.review.leakage import words
 from skilltune.review.lineage import History, Hunk, apply_hunks, hunks
 from skilltune.rollout.workspace import git
 from skilltune.rundir import RunDir
-from skilltune.runfiles import AuditFile, Harm, PairResult, ReflectionsFile, SlowUpdateFile, Verdict
+from skilltune.runfiles import (
+    AuditFile,
+    Comparison,
+    Harm,
+    PairResult,
+    ReflectionsFile,
+    SlowUpdateFile,
+    Verdict,
+)
 from skilltune.store import write_text
 
 HunkStatus = Literal["clean", "present", "conflict"]
@@ -113,6 +121,19 @@ class _Live:
         return self.paths.get(rel, self.root / rel)
 
 
+def _one_agent_harm(run: RunDir, comparison: Comparison, best: str) -> bool:
+    """A run of one agent (no per-agent table, final/transfer.json) whose held-out test of this best
+    (not an earlier best's, as a resumed run may have left) came out ``a_better``: the seed
+    significantly better."""
+    if (run.final / "transfer.json").is_file():
+        return False
+    tested = comparison.arms.get("best")
+    pair = next((p for p in comparison.pairs if (p.a, p.b) == ("S0", "best")), None)
+    return (
+        tested is not None and tested.skill_hash == best and pair is not None and pair.verdict == "a_better"
+    )
+
+
 def promote(
     run_dir: str | Path, to: str | Path, *, apply: bool = False, accept_harm: bool = False
 ) -> PromotePlan:
@@ -162,12 +183,10 @@ def promote(
         plan.held_out_scores = {name: arm.metric(comparison.metric) for name, arm in comparison.arms.items()}
     plan.hurt = hurt_agents(run, history.best.hash)
     if (
-        not plan.hurt
-        and comparison is not None
+        comparison is not None
         and plan.held_out is not None
-        and plan.held_out.verdict == "a_better"
+        and _one_agent_harm(run, comparison, history.best.hash)
     ):
-        # one agent (or the pooled test of several): the seed is significantly better than the best
         plan.hurt = [Harm(agent=comparison.agent, split=comparison.split, pair=plan.held_out)]
     if apply and files and plan.hurt and not accept_harm:
         raise UsageError(
