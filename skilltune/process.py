@@ -1,7 +1,11 @@
 """Running an agent CLI: its own process group, stdin closed, a wall limit, a liveness check.
 
-The agent's stdout (its event stream) is read line by line as it arrives and
-mirrored to a file in the rollout's record folder; every line is a heartbeat.
+The agent's stdout (its event stream) goes to a file in the rollout's record
+folder, not a pipe, and is read line by line as it arrives; every byte is a
+heartbeat. A file because a Node CLI that ends with ``process.exit()`` drops what
+it has not yet written to a full pipe (64 KiB): a slow reader (a loaded machine)
+lost the end of gemini's stream, its answer and result with it. Writes to a file
+never wait on the reader, so nothing is lost however slowly it is read.
 When the wall limit passes, or no output arrives for ``stall_s`` seconds, the
 whole process group is terminated (SIGTERM, then SIGKILL after a grace period),
 so no grandchild survives the rollout.
@@ -11,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -126,20 +132,26 @@ def run_agent_process(
         raise RolloutInterrupted
     t0 = time.monotonic()
     token = uuid.uuid4().hex
+    scratch: Path | None = None
+    if stdout_path is None:  # a file of our own, removed at the end
+        stdout_path = scratch = Path(tempfile.mkdtemp(prefix="skilltune-stdout-")) / "stdout"
     stderr_file = stderr_path.open("wb") if stderr_path else None
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env={**env, RUN_MARKER: token},
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr_file if stderr_file is not None else subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        with stdout_path.open("wb") as out_file:  # the agent holds its own copy; ours closes once it runs
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env={**env, RUN_MARKER: token},
+                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                stdout=out_file,
+                stderr=stderr_file if stderr_file is not None else subprocess.DEVNULL,
+                start_new_session=True,
+            )
     except OSError as exc:
         if stderr_file is not None:
             stderr_file.close()
+        if scratch is not None:
+            shutil.rmtree(scratch.parent, ignore_errors=True)
         return ProcessOutcome(
             None, [], str(exc), started=False, error=f"{type(exc).__name__}: {exc}", errno=exc.errno
         )
@@ -147,17 +159,24 @@ def run_agent_process(
         _LIVE.add(proc.pid)
     lines: list[str] = []
     last = [time.monotonic()]
-    mirror = stdout_path.open("w", encoding="utf-8") if stdout_path else None
+    ended = threading.Event()  # set once no process of the agent's is left to write
 
     def pump() -> None:
-        assert proc.stdout is not None
-        for raw in iter(proc.stdout.readline, b""):
-            text = raw.decode("utf-8", "replace")
-            lines.append(text.rstrip("\n"))
-            last[0] = time.monotonic()
-            if mirror is not None:
-                mirror.write(text)
-                mirror.flush()
+        pending = b""
+        with stdout_path.open("rb") as source:
+            while True:
+                writers_gone = ended.is_set()  # before the read: all they wrote is in the file by then
+                chunk = source.read(1 << 16)
+                if chunk:
+                    last[0] = time.monotonic()
+                    *complete, pending = (pending + chunk).split(b"\n")
+                    lines.extend(line.decode("utf-8", "replace") for line in complete)
+                elif writers_gone:
+                    break
+                else:
+                    ended.wait(0.05)
+        if pending:  # a last line without its newline
+            lines.append(pending.decode("utf-8", "replace"))
 
     reader = threading.Thread(target=pump, name="skilltune-agent-stdout", daemon=True)
     reader.start()
@@ -201,9 +220,10 @@ def run_agent_process(
         kill_marked(token)  # and what it started outside its group
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
+        ended.set()
         reader.join(timeout=GRACE_S)
-        if mirror is not None:
-            mirror.close()
+        if scratch is not None:
+            shutil.rmtree(scratch.parent, ignore_errors=True)
         if stderr_file is not None:
             stderr_file.close()
     if _INTERRUPTED.is_set():  # killed by interrupt_agents: not the agent's outcome
@@ -214,7 +234,7 @@ def run_agent_process(
         tail = data[-_TAIL_CHARS:].decode("utf-8", "replace")
     return ProcessOutcome(
         returncode=proc.returncode,
-        stdout_lines=lines,
+        stdout_lines=list(lines),
         stderr_tail=tail,
         timed_out=timed_out,
         stalled=stalled,
