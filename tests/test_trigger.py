@@ -270,3 +270,22 @@ def test_train_on_trigger_queries_says_how_many_val_queries_a_gain_needs(tmp_pat
     body_argv = ["train", str(demo / "mock-demo" / "suite"), "--skill", str(demo / "mock-demo" / "skill")]
     body = runner.invoke(app, [*body_argv, *argv[4:], "--tag", "b"])
     assert body.exit_code == 0 and "trigger queries" not in body.output
+
+
+def test_the_null_twin_is_the_demo_relabelled_by_its_documented_coin(tmp_path: Path) -> None:
+    """examples/trigger-null is trigger-demo's requests under the coin of salt `coin`, byte for byte
+    (benchmarks/trigger_seeds.py draws its other labellings by the same rule), and another salt
+    gives a suite that loads with the same requests in the same jsonl splits and other labels."""
+    from benchmarks.trigger_seeds import DEMO, NULL, relabelled
+
+    twin = relabelled(DEMO / "suite", tmp_path / "coin", "coin")
+    for name in ("scoring.md", "trigger_evals.json", "train.jsonl", "val.jsonl", "test.jsonl"):
+        assert (twin / name).read_bytes() == (NULL / "suite" / name).read_bytes(), name
+    other = load_suite(relabelled(DEMO / "suite", tmp_path / "coin-7", "coin-7"))
+    demo = load_suite(DEMO / "suite")
+    for split in ("train", "val", "test"):
+        grown = {t.id: t.prompt for t in demo.tasks(split) if not t.id.startswith("trigger-")}
+        assert grown and grown.items() <= {t.id: t.prompt for t in other.tasks(split)}.items()
+    labels = [t.should_trigger for t in other.all_tasks()]
+    fixed = [t.should_trigger for t in load_suite(NULL / "suite").all_tasks()]
+    assert len(labels) == 319 and 0.4 < sum(map(bool, labels)) / 319 < 0.6 and labels != fixed
