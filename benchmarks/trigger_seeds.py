@@ -141,12 +141,13 @@ def main() -> int:
             rows = table(which, jobs, args.workers, tmp)
             # runs of other seeds or labellings stored before are kept beside these (each run is its tag)
             tags = {row["run"] for row in rows}
-            runs = [r for r in stored.get(which, {}).get("runs", []) if r["run"] not in tags] + rows
+            before = [r for r in stored.get(which, {}).get("runs", []) if r["run"] not in tags]
+            seconds = round(time.monotonic() - started, 1)  # with the earlier runs' time where any are kept
             stored[which] = {
-                "runs": runs,
-                "keeping": sum(r["kept"] > 0 for r in runs),
-                "of": len(runs),
-                "seconds": round(time.monotonic() - started, 1) + stored.get(which, {}).get("seconds", 0.0),
+                "runs": before + rows,
+                "keeping": sum(r["kept"] > 0 for r in before + rows),
+                "of": len(before + rows),
+                "seconds": seconds + (stored[which].get("seconds", 0.0) if before else 0.0),
             }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(stored, indent=2) + "\n")

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,19 +80,16 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 RUN_MARKER = "SKILLTUNE_AGENT_RUN"  # in every agent's environment, inherited by all it starts
 
 
-def kill_marked(token: str) -> int:
-    """Kill the processes whose environment carries ``RUN_MARKER=token``; how many there were.
-
-    They are what an agent started in sessions of their own (opencode spawns its tools
-    ``detached``), which the group kill misses. Linux only (``/proc``); elsewhere a no-op.
-    """
-    needle = f"{RUN_MARKER}={token}".encode()
+def _kill_where(holds: Callable[[Path], bool]) -> int:
+    """SIGKILL every process but this one whose /proc entry ``holds``; how many. Three rounds: a process
+    may fork while we look. Linux only (``/proc``); elsewhere a no-op."""
+    own = str(os.getpid())
     killed = 0
-    for _ in range(3):  # a process may fork while we look
+    for _ in range(3):
         found = []
         for entry in Path("/proc").glob("[0-9]*"):
             try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                if entry.name != own and holds(entry):
                     found.append(int(entry.name))
             except (OSError, ValueError):
                 continue
@@ -104,6 +100,37 @@ def kill_marked(token: str) -> int:
         if not found:
             break
     return killed
+
+
+def kill_marked(token: str) -> int:
+    """Kill the processes whose environment carries ``RUN_MARKER=token``; how many there were.
+
+    They are what an agent started in sessions of their own (opencode spawns its tools
+    ``detached``), which the group kill misses.
+    """
+    needle = f"{RUN_MARKER}={token}".encode()
+    return _kill_where(lambda entry: needle in (entry / "environ").read_bytes().split(b"\0"))
+
+
+def kill_holders(path: Path) -> int:
+    """Kill the processes that hold ``path`` open; how many there were. An agent's stdout is a file: a
+    writer that escaped its group and its marker (a cleared environment in a session of its own) would
+    otherwise grow the record folder's copy for as long as it lives."""
+    try:
+        target = path.stat()
+    except OSError:
+        return 0
+    inode = (target.st_dev, target.st_ino)
+
+    def holds(entry: Path) -> bool:
+        for fd in (entry / "fd").iterdir():
+            with contextlib.suppress(OSError):
+                found = fd.stat()
+                if (found.st_dev, found.st_ino) == inode:
+                    return True
+        return False
+
+    return _kill_where(holds)
 
 
 def reap_orphans() -> int:
@@ -123,7 +150,7 @@ def run_agent_process(
     env: dict[str, str],
     wall_limit_s: float,
     stall_s: float | None,
-    stdout_path: Path | None = None,
+    stdout_path: Path,
     stderr_path: Path | None = None,
     stdin_text: str | None = None,
 ) -> ProcessOutcome:
@@ -132,29 +159,26 @@ def run_agent_process(
         raise RolloutInterrupted
     t0 = time.monotonic()
     token = uuid.uuid4().hex
-    scratch: Path | None = None
-    if stdout_path is None:  # a file of our own, removed at the end
-        stdout_path = scratch = Path(tempfile.mkdtemp(prefix="skilltune-stdout-")) / "stdout"
+    out_file = stdout_path.open("wb")  # the agent holds its own copy; ours closes once it runs
     stderr_file = stderr_path.open("wb") if stderr_path else None
     try:
-        with stdout_path.open("wb") as out_file:  # the agent holds its own copy; ours closes once it runs
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env={**env, RUN_MARKER: token},
-                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                stdout=out_file,
-                stderr=stderr_file if stderr_file is not None else subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**env, RUN_MARKER: token},
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=out_file,
+            stderr=stderr_file if stderr_file is not None else subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError as exc:
         if stderr_file is not None:
             stderr_file.close()
-        if scratch is not None:
-            shutil.rmtree(scratch.parent, ignore_errors=True)
         return ProcessOutcome(
             None, [], str(exc), started=False, error=f"{type(exc).__name__}: {exc}", errno=exc.errno
         )
+    finally:
+        out_file.close()
     with _LIVE_LOCK:
         _LIVE.add(proc.pid)
     lines: list[str] = []
@@ -162,16 +186,23 @@ def run_agent_process(
     ended = threading.Event()  # set once no process of the agent's is left to write
 
     def pump() -> None:
-        pending = b""
+        pending = bytearray()  # the line being written
+        limit: int | None = None  # once no writer is left: the file's size then, all there is to read
         with stdout_path.open("rb") as source:
             while True:
-                writers_gone = ended.is_set()  # before the read: all they wrote is in the file by then
-                chunk = source.read(1 << 16)
+                if limit is None and ended.is_set():
+                    limit = os.fstat(source.fileno()).st_size
+                want = 1 << 16 if limit is None else min(1 << 16, limit - source.tell())
+                chunk = source.read(want) if want > 0 else b""
                 if chunk:
                     last[0] = time.monotonic()
-                    *complete, pending = (pending + chunk).split(b"\n")
-                    lines.extend(line.decode("utf-8", "replace") for line in complete)
-                elif writers_gone:
+                    start = len(pending)
+                    pending += chunk
+                    cut = pending.rfind(b"\n", start)  # only the new bytes are searched
+                    if cut >= 0:
+                        lines.extend(line.decode("utf-8", "replace") for line in pending[:cut].split(b"\n"))
+                        del pending[: cut + 1]
+                elif limit is not None:
                     break
                 else:
                     ended.wait(0.05)
@@ -218,12 +249,11 @@ def run_agent_process(
     finally:
         kill_group(proc.pid, signal.SIGKILL)  # whatever the agent left behind in its group
         kill_marked(token)  # and what it started outside its group
+        kill_holders(stdout_path)  # and any writer of its stdout left after both
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
         ended.set()
-        reader.join(timeout=GRACE_S)
-        if scratch is not None:
-            shutil.rmtree(scratch.parent, ignore_errors=True)
+        reader.join()  # bounded: it reads what the file holds now, and no writer is left
         if stderr_file is not None:
             stderr_file.close()
     if _INTERRUPTED.is_set():  # killed by interrupt_agents: not the agent's outcome
@@ -234,7 +264,7 @@ def run_agent_process(
         tail = data[-_TAIL_CHARS:].decode("utf-8", "replace")
     return ProcessOutcome(
         returncode=proc.returncode,
-        stdout_lines=list(lines),
+        stdout_lines=lines,
         stderr_tail=tail,
         timed_out=timed_out,
         stalled=stalled,

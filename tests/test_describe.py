@@ -5,6 +5,9 @@ its null twin end to end (the mock is deterministic, so these runs are fast and 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,6 +69,39 @@ def test_a_word_one_request_alone_uses_needs_the_skill_body_behind_it() -> None:
     assert rewrite_description(SEED, cases) is None
     new, _ = rewrite_description(SEED, cases, body="Notes on what shipped.") or ("", [])
     assert "shipped" in new
+
+
+_TIES = """
+import json
+from skilltune.agents.mock import loads_skill
+from skilltune.proposal import TriggerCase
+from skilltune.propose.describe import rewrite_description
+
+SEED = "Writes release notes. Use when the user asks for release notes."
+def case(i, prompt, should):
+    return TriggerCase(id=i, task_id=i, prompt=prompt, should_trigger=should, loaded=loads_skill(SEED, prompt)[0])
+cases = [
+    case("a", "the product shipped today", True), case("b", "what shipped in the product", True),
+    case("c", "release notes please", True), case("d", "notes on the release of the lock", False),
+]
+print(json.dumps(rewrite_description(SEED, cases)))
+"""
+
+
+def test_the_rewrite_is_the_same_in_every_process() -> None:
+    """Two missed requests' words that tie ("product", "shipped") and two of the seed's words a false
+    trigger holds alike ("release", "notes"): the rewrite does not follow the order of a set of
+    strings, which changes with each process's hash seed (the trigger demo's tables did)."""
+    outputs = set()
+    for hash_seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
+        done = subprocess.run(
+            [sys.executable, "-c", _TIES], capture_output=True, text=True, env=env, check=True
+        )
+        outputs.add(done.stdout)
+    [only] = outputs
+    new, _ = json.loads(only)
+    assert "product" in new or "shipped" in new
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
-import tempfile
+import time
+import uuid
 from pathlib import Path
-
-import pytest
 
 from skilltune.process import run_agent_process
 
@@ -43,16 +43,50 @@ def test_an_agent_that_exits_without_waiting_for_its_reader_loses_nothing(tmp_pa
     assert mirror.read_text().splitlines() == outcome.stdout_lines
 
 
-def test_without_a_record_folder_the_stdout_file_is_its_own_and_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A run with no stdout_path (no record folder) reads the same, from a file of its own that is gone
-    afterwards."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+def test_a_long_line_written_at_the_end_is_read_whole(tmp_path: Path) -> None:
+    """An agent that writes 20 MB on one line and exits: the reader is far behind when the agent is gone,
+    and still returns the whole line (it reads what the file holds, with no time limit once no writer is
+    left), at a cost linear in the line's length."""
+    script = "import os; os.write(1, b'x' * 20_000_000 + b'\\n' + b'{\"end\": true}\\n')"
     outcome = run_agent_process(
-        [sys.executable, "-c", _HASTY], cwd=tmp_path, env={}, wall_limit_s=60, stall_s=None
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={},
+        wall_limit_s=60,
+        stall_s=None,
+        stdout_path=tmp_path / "out.jsonl",
     )
-    assert len(outcome.stdout_lines) == 2001 and outcome.stdout_lines[-1] == '{"end": true}'
-    assert list(scratch.iterdir()) == []
+    assert [len(line) for line in outcome.stdout_lines] == [20_000_000, 13]
+
+
+# A writer that leaves the agent's process group and drops the run's marker from its environment (setsid,
+# a cleared environment), then writes for ever: what kill_group and kill_marked cannot find. TOKEN names it.
+_ESCAPE = """
+import subprocess, sys
+print("started", flush=True)
+writer = "import os, time  # TOKEN\\nwhile True:\\n    os.write(1, b'.' * 4096 + b'\\\\n')\\n    time.sleep(0.001)"
+subprocess.Popen(["/usr/bin/env", "-i", sys.executable, "-c", writer], start_new_session=True)
+"""
+
+
+def test_a_writer_that_escaped_its_group_and_marker_is_killed(tmp_path: Path) -> None:
+    """The file would grow for as long as the escaped writer lived: the run kills every process that
+    holds it open, and the file stops growing."""
+    out = tmp_path / "out.jsonl"
+    token = f"escaped-writer-{uuid.uuid4().hex}"
+    try:
+        outcome = run_agent_process(
+            [sys.executable, "-c", _ESCAPE.replace("TOKEN", token)],
+            cwd=tmp_path,
+            env={},
+            wall_limit_s=60,
+            stall_s=None,
+            stdout_path=out,
+        )
+        assert outcome.stdout_lines[0] == "started"
+        size = out.stat().st_size
+        time.sleep(0.5)
+        assert out.stat().st_size == size, "a writer of the agent's stdout survived the run"
+        assert subprocess.run(["pgrep", "-f", token], check=False, capture_output=True).returncode == 1
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", token], check=False)

@@ -70,14 +70,15 @@ def rewrite_description(
         eligible = [t for t in counts if counts[t] > unwanted[t] and (counts[t] >= 2 or t in in_body)]
         if not eligible:
             break
-        best = max(eligible, key=lambda t: (counts[t] - unwanted[t], t in in_body, len(surface[t])))
+        # The term itself breaks what is left of a tie: set order changes with each process's hash seed.
+        best = max(eligible, key=lambda t: (counts[t] - unwanted[t], t in in_body, len(surface[t]), t))
         added[best] = surface[best]
         uncovered = [c for c in uncovered if best not in _terms(c.prompt)]
     cited = [c.id for c in missed if _terms(c.prompt) & set(added)]
     # A term a false trigger holds goes when every request that should load the skill and holds
     # it keeps another term: the requests it rightly took stay taken.
     drop: set[str] = set()
-    culprits = sorted(terms, key=lambda t: -sum(t in _terms(c.prompt) for c in false))
+    culprits = sorted(terms, key=lambda t: (-sum(t in _terms(c.prompt) for c in false), t))
     for term in (t for t in culprits if any(t in _terms(c.prompt) for c in false)):
         left = (terms | set(added)) - drop - {term}
         if all(_terms(c.prompt) & left for c in should if term in _terms(c.prompt)):
