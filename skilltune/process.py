@@ -112,10 +112,11 @@ def kill_marked(token: str) -> int:
     return _kill_where(lambda entry: needle in (entry / "environ").read_bytes().split(b"\0"))
 
 
-def kill_holders(path: Path) -> int:
-    """Kill the processes that hold ``path`` open; how many there were. An agent's stdout is a file: a
-    writer that escaped its group and its marker (a cleared environment in a session of its own) would
-    otherwise grow the record folder's copy for as long as it lives."""
+def kill_writers(path: Path) -> int:
+    """Kill the processes that hold ``path`` open for writing; how many there were. An agent's stdout is
+    a file: a writer that escaped its group and its marker (a cleared environment in a session of its
+    own) would otherwise grow the record folder's copy for as long as it lives. A reader (a person's
+    ``tail -f``, ``skilltune view``) is left alone."""
     try:
         target = path.stat()
     except OSError:
@@ -124,9 +125,13 @@ def kill_holders(path: Path) -> int:
 
     def holds(entry: Path) -> bool:
         for fd in (entry / "fd").iterdir():
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 found = fd.stat()
-                if (found.st_dev, found.st_ino) == inode:
+                if (found.st_dev, found.st_ino) != inode:
+                    continue
+                info = (entry / "fdinfo" / fd.name).read_text()
+                flags = int(info.split("flags:")[1].split()[0], 8)
+                if flags & (os.O_WRONLY | os.O_RDWR):
                     return True
         return False
 
@@ -249,7 +254,7 @@ def run_agent_process(
     finally:
         kill_group(proc.pid, signal.SIGKILL)  # whatever the agent left behind in its group
         kill_marked(token)  # and what it started outside its group
-        kill_holders(stdout_path)  # and any writer of its stdout left after both
+        kill_writers(stdout_path)  # and any writer of its stdout left after both
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
         ended.set()

@@ -71,9 +71,15 @@ subprocess.Popen(["/usr/bin/env", "-i", sys.executable, "-c", writer], start_new
 
 def test_a_writer_that_escaped_its_group_and_marker_is_killed(tmp_path: Path) -> None:
     """The file would grow for as long as the escaped writer lived: the run kills every process that
-    holds it open, and the file stops growing."""
+    holds it open for writing, and the file stops growing; a reader of it lives on."""
     out = tmp_path / "out.jsonl"
     token = f"escaped-writer-{uuid.uuid4().hex}"
+    out.write_text("")  # the run truncates it in place: a person's `tail -f` reads the agent's stream
+    reader = subprocess.Popen(["tail", "-f", str(out)], stdout=subprocess.DEVNULL)
+    inode = out.stat().st_ino
+    while not any(fd.stat().st_ino == inode for fd in Path(f"/proc/{reader.pid}/fd").iterdir()):
+        assert reader.poll() is None, "tail ended"
+        time.sleep(0.05)  # tail has not opened it yet
     try:
         outcome = run_agent_process(
             [sys.executable, "-c", _ESCAPE.replace("TOKEN", token)],
@@ -88,5 +94,7 @@ def test_a_writer_that_escaped_its_group_and_marker_is_killed(tmp_path: Path) ->
         time.sleep(0.5)
         assert out.stat().st_size == size, "a writer of the agent's stdout survived the run"
         assert subprocess.run(["pgrep", "-f", token], check=False, capture_output=True).returncode == 1
+        assert reader.poll() is None, "a reader of the agent's stdout was killed"
     finally:
+        reader.kill()
         subprocess.run(["pkill", "-KILL", "-f", token], check=False)
